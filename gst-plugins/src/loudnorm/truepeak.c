@@ -1,0 +1,162 @@
+/* truepeak: ITU-R BS.1770-4 Annex 2 true-peak detection. */
+#include "truepeak.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define LN_TP_SUB 32            /* frames per skip decision */
+#define HIST (LN_TP_TAPS - 1)
+
+/* ITU-R BS.1770-4 Annex 2, Table: 48-tap interpolating filter as 4 phases of
+ * 12 taps; coefficient k of a phase multiplies x[n-k]. */
+static const float tp_coef[LN_TP_PHASES][LN_TP_TAPS] = {
+  {0.0017089843750f, 0.0109863281250f, -0.0196533203125f, 0.0332031250000f,
+      -0.0594482421875f, 0.1373291015625f, 0.9721679687500f, -0.1022949218750f,
+      0.0476074218750f, -0.0266113281250f, 0.0148925781250f, -0.0083007812500f},
+  {-0.0291748046875f, 0.0292968750000f, -0.0517578125000f, 0.0891113281250f,
+      -0.1665039062500f, 0.4650878906250f, 0.7797851562500f, -0.2003173828125f,
+      0.1015625000000f, -0.0582275390625f, 0.0330810546875f, -0.0189208984375f},
+  {-0.0189208984375f, 0.0330810546875f, -0.0582275390625f, 0.1015625000000f,
+      -0.2003173828125f, 0.7797851562500f, 0.4650878906250f, -0.1665039062500f,
+      0.0891113281250f, -0.0517578125000f, 0.0292968750000f, -0.0291748046875f},
+  {-0.0083007812500f, 0.0148925781250f, -0.0266113281250f, 0.0476074218750f,
+      -0.1022949218750f, 0.9721679687500f, 0.1373291015625f, -0.0594482421875f,
+      0.0332031250000f, -0.0196533203125f, 0.0109863281250f, 0.0017089843750f},
+};
+
+/* Reversed copies so that the inner loop walks memory forwards:
+ * y_p[n] = sum_k rc[p][k] * x[n-11+k]. */
+static float rc[LN_TP_PHASES][LN_TP_TAPS];
+static int rc_ready;
+
+struct LnTruePeak
+{
+  unsigned channels;
+  size_t max_block;
+  float *lin;                   /* per channel: HIST history + max_block samples */
+};
+
+static void
+init_rc (void)
+{
+  if (rc_ready)
+    return;
+  for (int p = 0; p < LN_TP_PHASES; p++)
+    for (int k = 0; k < LN_TP_TAPS; k++)
+      rc[p][k] = tp_coef[p][LN_TP_TAPS - 1 - k];
+  rc_ready = 1;
+}
+
+LnTruePeak *
+ln_tp_new (unsigned channels, size_t max_block)
+{
+  LnTruePeak *tp = calloc (1, sizeof *tp);
+  if (!tp)
+    return NULL;
+  init_rc ();
+  tp->channels = channels;
+  tp->max_block = max_block;
+  tp->lin = calloc ((size_t) channels * (HIST + max_block), sizeof (float));
+  if (!tp->lin) {
+    free (tp);
+    return NULL;
+  }
+  return tp;
+}
+
+void
+ln_tp_free (LnTruePeak * tp)
+{
+  if (!tp)
+    return;
+  free (tp->lin);
+  free (tp);
+}
+
+void
+ln_tp_reset (LnTruePeak * tp)
+{
+  memset (tp->lin, 0,
+      sizeof (float) * tp->channels * (HIST + tp->max_block));
+}
+
+static inline float
+fir_peak (const float *w)
+{
+  /* w points at x[n-11]; returns max over phases of |y_p[n]| */
+  float m = 0.0f;
+  for (int p = 0; p < LN_TP_PHASES; p++) {
+    float acc = 0.0f;
+    for (int k = 0; k < LN_TP_TAPS; k++)
+      acc += rc[p][k] * w[k];
+    acc = fabsf (acc);
+    m = acc > m ? acc : m;
+  }
+  return m;
+}
+
+float
+ln_tp_process (LnTruePeak * tp, const float *x, size_t frames,
+    float skip_below, float *per_frame)
+{
+  const unsigned nch = tp->channels;
+  const size_t stride = HIST + tp->max_block;
+  float total = 0.0f;
+
+  if (frames > tp->max_block)
+    frames = tp->max_block;     /* caller contract; never happens */
+
+  /* de-interleave behind the history */
+  for (unsigned c = 0; c < nch; c++) {
+    float *l = tp->lin + c * stride + HIST;
+    for (size_t i = 0; i < frames; i++)
+      l[i] = x[i * nch + c];
+  }
+  if (per_frame)
+    memset (per_frame, 0, frames * sizeof (float));
+
+  for (size_t s = 0; s < frames; s += LN_TP_SUB) {
+    size_t e = s + LN_TP_SUB < frames ? s + LN_TP_SUB : frames;
+    /* bound over taps x[s-11 .. e-1] of all channels */
+    float amax = 0.0f;
+    for (unsigned c = 0; c < nch; c++) {
+      const float *l = tp->lin + c * stride;
+      for (size_t i = s; i < e + HIST; i++) {
+        float a = fabsf (l[i]);
+        amax = a > amax ? a : amax;
+      }
+    }
+    if (amax * LN_TP_GAIN_BOUND < skip_below) {
+      /* no interpolated value can reach skip_below: sample peaks only */
+      for (unsigned c = 0; c < nch; c++) {
+        const float *l = tp->lin + c * stride;
+        for (size_t i = s; i < e; i++) {
+          float a = fabsf (l[i + HIST - LN_TP_DELAY]);
+          if (per_frame && a > per_frame[i])
+            per_frame[i] = a;
+          total = a > total ? a : total;
+        }
+      }
+      continue;
+    }
+    for (unsigned c = 0; c < nch; c++) {
+      const float *l = tp->lin + c * stride;
+      for (size_t i = s; i < e; i++) {
+        float a = fir_peak (l + i);
+        float sp = fabsf (l[i + HIST - LN_TP_DELAY]);
+        a = sp > a ? sp : a;
+        if (per_frame && a > per_frame[i])
+          per_frame[i] = a;
+        total = a > total ? a : total;
+      }
+    }
+  }
+
+  /* keep the last HIST samples as history */
+  for (unsigned c = 0; c < nch; c++) {
+    float *l = tp->lin + c * stride;
+    memmove (l, l + frames, HIST * sizeof (float));
+  }
+  return total;
+}
