@@ -1,0 +1,45 @@
+/* loudnorm: EBU R128 loudness normaliser with a true-peak limiter. */
+#ifndef GST_LOUDNORM_H
+#define GST_LOUDNORM_H
+
+#include <gst/gst.h>
+#include <gst/audio/gstaudiofilter.h>
+
+#include "gainlaw.h"
+#include "limiter.h"
+#include "meter.h"
+
+G_BEGIN_DECLS
+
+#define GST_TYPE_LOUDNORM (gst_loudnorm_get_type ())
+G_DECLARE_FINAL_TYPE (GstLoudnorm, gst_loudnorm, GST, LOUDNORM, GstAudioFilter)
+
+struct _GstLoudnorm
+{
+  GstAudioFilter parent;
+
+  /* properties, under the object lock */
+  gdouble target;
+  gdouble true_peak;
+  gdouble max_gain;
+  gboolean post_messages;
+  guint64 interval;
+
+  /* streaming state */
+  guint rate, channels;
+  LnMeter *in_meter, *out_meter;
+  LnLimiter *limiter;
+  LnGainLaw gain;
+  gdouble applied_target, applied_max_gain, applied_ceiling;
+  gdouble cur_lin;              /* linear normalisation gain now applied */
+  guint64 frames_in;            /* input frames since start / flush */
+  guint64 msg_frames;           /* frames in the current message interval */
+  GstClockTime msg_ts;          /* timestamp of its first frame */
+  GstClockTime next_ts;         /* end of the last input buffer */
+  gboolean need_drain;
+};
+
+GST_ELEMENT_REGISTER_DECLARE (loudnorm);
+
+G_END_DECLS
+#endif
