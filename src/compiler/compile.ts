@@ -1,0 +1,76 @@
+/**
+ * The graph compiler: a pure function from a validated pipeline spec to the argv of
+ * `gst-launch-1.0`. It is the only place that writes a pipeline description, and it writes
+ * only validated numbers, enum values and addresses, each property its own argv token.
+ *
+ *   srtsrc (listener) ! decodebin ! audioconvert ! audioresample ! F32 48 kHz stereo
+ *     ! queue ! <processing steps in order> ! audioconvert ! rtpL24pay (1 ms) ! udpsink
+ */
+import type { PipelineSpec, ProcessingStep } from '../spec/schema.js';
+import { CAPS, element } from './elements.js';
+
+export interface CompileOptions {
+  /** Period of the elements' own reports (loudnorm messages), ms. */
+  statsIntervalMs: number;
+}
+
+const MS = 1_000_000; // ns per ms
+
+/** gst-launch options before the description: -m prints bus messages (stats), -e ends on EOS at SIGINT. */
+export const GST_LAUNCH_OPTIONS = ['-m', '-f', '-e', '--'] as const;
+
+export function compileStep(step: ProcessingStep, index: number, options: CompileOptions): string[] {
+  const name = `step${index}`;
+  switch (step.plugin) {
+    case 'loudness-normalize':
+      return element('loudnorm', {
+        name,
+        target: step.target,
+        'true-peak': step.true_peak,
+        interval: options.statsIntervalMs * MS,
+      });
+    case 'eq':
+      return element('parametriceq', { name, bands: step.bands });
+    default: {
+      const unknown: never = step;
+      throw new Error(`no compiler for processing step ${JSON.stringify(unknown)}`);
+    }
+  }
+}
+
+/** The whole argv after the gst-launch-1.0 binary. */
+export function compilePipeline(spec: PipelineSpec, options: CompileOptions): string[] {
+  const link = '!';
+  const stages: string[][] = [
+    element('srtsrc', {
+      name: 'src',
+      mode: 'listener',
+      localaddress: '0.0.0.0',
+      localport: spec.input.port,
+      latency: spec.input.latency,
+      'poll-timeout': 100,
+      'keep-listening': false,
+      'wait-for-connection': true,
+    }),
+    element('decodebin', { name: 'decode' }),
+    element('audioconvert', { name: 'inconvert' }),
+    element('audioresample', { name: 'resample' }),
+    [CAPS.processingFormat],
+    element('queue', { name: 'buffer', 'max-size-time': 200 * MS, 'max-size-buffers': 0, 'max-size-bytes': 0 }),
+    ...spec.processing.map((step, index) => compileStep(step, index, options)),
+    element('audioconvert', { name: 'outconvert' }),
+    element('rtpL24pay', { name: 'pay', pt: 96, 'min-ptime': 1 * MS, 'max-ptime': 1 * MS }),
+    element('udpsink', {
+      name: 'out',
+      host: spec.output.host,
+      port: spec.output.port,
+      'ttl-mc': spec.output.ttl,
+      'multicast-iface': spec.output.interface,
+      'auto-multicast': true,
+      sync: true,
+      async: false,
+    }),
+  ];
+  const description = stages.flatMap((tokens, i) => (i === 0 ? tokens : [link, ...tokens]));
+  return [...GST_LAUNCH_OPTIONS, ...description];
+}

@@ -1,0 +1,161 @@
+/**
+ * The allow-list: every GStreamer element the compiler may write, with the type of each
+ * property it may set. A value is turned into text only through `formatValue`, which checks it
+ * against its type again (defence in depth: the spec validator has already checked it), so no
+ * character that the gst-launch parser treats specially (space, tab, newline, quote, `!`, `,`
+ * outside a quoted list, `=`) can reach the pipeline description.
+ */
+import { isIP } from 'node:net';
+import { isDnsName } from '../spec/host.js';
+
+export type PropertyType =
+  | { kind: 'int'; min: number; max: number }
+  | { kind: 'number'; min: number; max: number; decimals: number }
+  | { kind: 'bool' }
+  | { kind: 'enum'; values: readonly string[] }
+  | { kind: 'element-name' }
+  | { kind: 'ip' }
+  | { kind: 'host' }
+  | { kind: 'ifname' }
+  | { kind: 'eq-bands' };
+
+const int = (min: number, max: number) => ({ kind: 'int', min, max }) as const;
+const num = (min: number, max: number, decimals = 3) => ({ kind: 'number', min, max, decimals }) as const;
+const bool = { kind: 'bool' } as const;
+const name = { kind: 'element-name' } as const;
+const U32 = 4294967295;
+const I64_NS = 9007199254740991; // ns values stay within JS safe integers
+
+export const ELEMENTS = {
+  srtsrc: {
+    name,
+    mode: { kind: 'enum', values: ['listener'] },
+    localaddress: { kind: 'ip' },
+    localport: int(1, 65535),
+    latency: int(20, 8000),
+    'poll-timeout': int(-1, 10000),
+    'keep-listening': bool,
+    'wait-for-connection': bool,
+  },
+  decodebin: { name },
+  audioconvert: { name },
+  audioresample: { name },
+  queue: {
+    name,
+    'max-size-time': int(0, I64_NS),
+    'max-size-buffers': int(0, U32),
+    'max-size-bytes': int(0, U32),
+  },
+  loudnorm: { name, target: num(-70, -5), 'true-peak': num(-9, 0), interval: int(10_000_000, I64_NS) },
+  parametriceq: { name, bands: { kind: 'eq-bands' } },
+  rtpL24pay: { name, pt: int(96, 127), 'min-ptime': int(0, I64_NS), 'max-ptime': int(-1, I64_NS) },
+  udpsink: {
+    name,
+    host: { kind: 'host' },
+    port: int(1, 65535),
+    'ttl-mc': int(0, 255),
+    'multicast-iface': { kind: 'ifname' },
+    'auto-multicast': bool,
+    sync: bool,
+    async: bool,
+  },
+} as const satisfies Record<string, Record<string, PropertyType>>;
+
+export type ElementName = keyof typeof ELEMENTS;
+export type PropertiesOf<E extends ElementName> = {
+  [P in keyof (typeof ELEMENTS)[E]]?: (typeof ELEMENTS)[E][P] extends { kind: 'bool' }
+    ? boolean
+    : (typeof ELEMENTS)[E][P] extends { kind: 'int' | 'number' }
+      ? number
+      : (typeof ELEMENTS)[E][P] extends { kind: 'eq-bands' }
+        ? readonly EqBandValue[]
+        : string;
+};
+
+export interface EqBandValue {
+  freq: number;
+  gain: number;
+  q: number;
+}
+
+/** Thrown when a value that reached the compiler does not fit its type: a bug, never user input. */
+export class UnsafeValueError extends Error {
+  constructor(element: string, property: string, value: unknown) {
+    super(`compiler refused ${element}.${property} = ${JSON.stringify(value)}`);
+    this.name = 'UnsafeValueError';
+  }
+}
+
+/** Decimal text of a finite number with at most `decimals` places, never in exponent form. */
+export function formatNumber(value: number, decimals: number): string {
+  const fixed = value.toFixed(decimals);
+  const trimmed = fixed.includes('.') ? fixed.replace(/0+$/, '').replace(/\.$/, '') : fixed;
+  return trimmed === '-0' ? '0' : trimmed;
+}
+
+const ELEMENT_NAME = /^[a-z][a-z0-9_]{0,31}$/;
+const IFNAME = /^[A-Za-z0-9_.-]{1,15}$/;
+
+export function formatValue(element: string, property: string, type: PropertyType, value: unknown): string {
+  const refuse = (): never => {
+    throw new UnsafeValueError(element, property, value);
+  };
+  switch (type.kind) {
+    case 'int':
+      if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < type.min || value > type.max) refuse();
+      return String(value);
+    case 'number':
+      if (typeof value !== 'number' || !Number.isFinite(value) || value < type.min || value > type.max) refuse();
+      return formatNumber(value as number, type.decimals);
+    case 'bool':
+      if (typeof value !== 'boolean') refuse();
+      return value ? 'true' : 'false';
+    case 'enum':
+      if (typeof value !== 'string' || !type.values.includes(value)) refuse();
+      return value as string;
+    case 'element-name':
+      if (typeof value !== 'string' || !ELEMENT_NAME.test(value)) refuse();
+      return value as string;
+    case 'ip':
+      if (typeof value !== 'string' || isIP(value) === 0) refuse();
+      return value as string;
+    case 'host':
+      if (typeof value !== 'string' || (isIP(value) === 0 && !isDnsName(value))) refuse();
+      return value as string;
+    case 'ifname':
+      if (typeof value !== 'string' || !IFNAME.test(value)) refuse();
+      return value as string;
+    case 'eq-bands': {
+      if (!Array.isArray(value) || value.length < 1 || value.length > 16) refuse();
+      const bands = (value as unknown[]).map((band) => {
+        const b = band as Partial<EqBandValue>;
+        const ok =
+          typeof b.freq === 'number' && Number.isFinite(b.freq) && b.freq >= 20 && b.freq <= 20000 &&
+          typeof b.gain === 'number' && Number.isFinite(b.gain) && b.gain >= -24 && b.gain <= 24 &&
+          typeof b.q === 'number' && Number.isFinite(b.q) && b.q >= 0.1 && b.q <= 30;
+        if (!ok) refuse();
+        return `${formatNumber(b.freq as number, 2)}:${formatNumber(b.gain as number, 2)}:${formatNumber(b.q as number, 3)}`;
+      });
+      // Only digits, '.', '-', ':' and ',' inside the quotes.
+      return `"${bands.join(',')}"`;
+    }
+  }
+}
+
+/** Argv tokens of one element: its factory name, then one `property=value` token each. */
+export function element<E extends ElementName>(factory: E, properties: PropertiesOf<E> = {}): string[] {
+  const types = ELEMENTS[factory] as Record<string, PropertyType>;
+  const tokens: string[] = [factory];
+  for (const [property, value] of Object.entries(properties)) {
+    if (value === undefined) continue;
+    const type = types[property];
+    if (type === undefined) throw new UnsafeValueError(factory, property, value);
+    tokens.push(`${property}=${formatValue(factory, property, type, value)}`);
+  }
+  return tokens;
+}
+
+/** Caps filters the compiler may write: fixed strings, no user values. */
+export const CAPS = {
+  processingFormat: 'audio/x-raw,format=F32LE,layout=interleaved,rate=48000,channels=2',
+} as const;

@@ -1,0 +1,61 @@
+/**
+ * The configuration file's one definition, with its defaults. `config.toml` in the repository
+ * equals these defaults (a test keeps them equal).
+ */
+import { Type, type Static } from '@sinclair/typebox';
+import { ProcessingStep, RtpOutput } from '../spec/schema.js';
+
+const strict = { additionalProperties: false } as const;
+const Port = (dflt: number) => Type.Integer({ minimum: 1, maximum: 65535, default: dflt });
+
+export const ServerConfig = Type.Object(
+  {
+    bind: Type.String({ format: 'engine-host', default: '127.0.0.1' }),
+    rest_port: Port(8080),
+    grpc_port: Port(50051),
+    dashboard_port: Port(8000),
+  },
+  { ...strict, default: {} },
+);
+
+export const AuthConfig = Type.Object(
+  {
+    enabled: Type.Boolean({ default: false }),
+    api_keys: Type.Array(Type.String({ minLength: 1, maxLength: 512 }), { default: [], maxItems: 1000 }),
+  },
+  { ...strict, default: {} },
+);
+
+export const EngineConfig = Type.Object(
+  {
+    state_dir: Type.String({ minLength: 1, default: 'var' }),
+    max_pipelines: Type.Integer({ minimum: 1, maximum: 1024, default: 64 }),
+    metrics_interval_ms: Type.Integer({ minimum: 100, maximum: 60000, default: 1000 }),
+  },
+  { ...strict, default: {} },
+);
+
+export const StationConfig = Type.Object(
+  {
+    id: Type.String({ pattern: '^[a-z0-9-]{1,32}$' }),
+    number: Type.Integer({ minimum: 1, maximum: 1000 }),
+    name: Type.String({ minLength: 1, maxLength: 128, pattern: '^[^\\p{C}]*$' }),
+    processing: Type.Array(ProcessingStep, { maxItems: 32, default: [] }),
+    output: RtpOutput,
+  },
+  strict,
+);
+
+export const Config = Type.Object(
+  {
+    mode: Type.Union([Type.Literal('self-hosted'), Type.Literal('managed')], { default: 'self-hosted' }),
+    server: ServerConfig,
+    auth: AuthConfig,
+    engine: EngineConfig,
+    stations: Type.Array(StationConfig, { default: [], maxItems: 256 }),
+  },
+  strict,
+);
+
+export type Config = Static<typeof Config>;
+export type StationConfig = Static<typeof StationConfig>;

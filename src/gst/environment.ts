@@ -1,0 +1,77 @@
+/**
+ * Where GStreamer and the engine's own elements are, the environment every child gets, and the
+ * check behind health: can this engine run pipelines at all?
+ */
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { runCommand } from '../supervisor/child.js';
+
+/** Elements every pipeline needs, and the engine's own ones for the processing steps. */
+export const REQUIRED_ELEMENTS = [
+  'srtsrc', 'decodebin', 'audioconvert', 'audioresample', 'queue', 'rtpL24pay', 'udpsink',
+] as const;
+export const OWN_ELEMENTS = ['loudnorm', 'parametriceq'] as const;
+
+/** The repository (or installed package) root: the folder holding our package.json. */
+export function packageRoot(): string {
+  let dir = path.dirname(fileURLToPath(import.meta.url));
+  for (;;) {
+    if (existsSync(path.join(dir, 'package.json')) && existsSync(path.join(dir, 'gst-plugins'))) return dir;
+    const parent = path.dirname(dir);
+    if (parent === dir) throw new Error('cannot find the engine package root');
+    dir = parent;
+  }
+}
+
+export interface GstEnvironment {
+  launchCommand: string;
+  inspectCommand: string;
+  /** Environment added for every child. */
+  env: Record<string, string>;
+}
+
+/** Marks a child as ours, so leftovers of an earlier run can be found and ended. */
+export const INSTANCE_VAR = 'AUDIO_ENGINE_INSTANCE';
+
+export function gstEnvironment(stateDir: string, processEnv: NodeJS.ProcessEnv): GstEnvironment {
+  const pluginDir = processEnv.AUDIO_ENGINE_PLUGIN_PATH ?? path.join(packageRoot(), 'gst-plugins', 'build');
+  const pluginPath = [pluginDir, processEnv.GST_PLUGIN_PATH].filter((p): p is string => p !== undefined && p !== '').join(':');
+  return {
+    launchCommand: processEnv.AUDIO_ENGINE_GST_LAUNCH ?? 'gst-launch-1.0',
+    inspectCommand: 'gst-inspect-1.0',
+    env: {
+      GST_PLUGIN_PATH: pluginPath,
+      // A registry of our own, writable: children start warm (a cold scan costs about 0.5 s).
+      GST_REGISTRY: path.join(stateDir, `gst-registry-${process.arch}.bin`),
+      GST_DEBUG_NO_COLOR: '1',
+      [INSTANCE_VAR]: stateDir,
+    },
+  };
+}
+
+export interface GstCheck {
+  ok: boolean;
+  missing: string[];
+  reason: string | undefined;
+}
+
+/** Checks that every element exists (and so warms the registry). */
+export async function checkGstreamer(gst: GstEnvironment): Promise<GstCheck> {
+  const exists = async (name: string): Promise<boolean> => {
+    try {
+      const result = await runCommand(gst.inspectCommand, ['--exists', name], gst.env, 20_000);
+      return result.exitCode === 0;
+    } catch {
+      return false;
+    }
+  };
+  const all: string[] = [...REQUIRED_ELEMENTS, ...OWN_ELEMENTS];
+  // The first call builds the registry; the others then read it in parallel.
+  const results = [await exists(REQUIRED_ELEMENTS[0]), ...(await Promise.all(all.slice(1).map(exists)))];
+  const missing = all.filter((_, i) => results[i] !== true);
+  const reason = missing.length === 0
+    ? undefined
+    : `GStreamer elements missing: ${missing.join(', ')} (run scripts/setup.sh)`;
+  return { ok: missing.length === 0, missing, reason };
+}

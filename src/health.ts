@@ -1,0 +1,44 @@
+/** Health: status, version and uptime; unhealthy when the engine cannot run pipelines. */
+import type { GstCheck } from './gst/environment.js';
+
+export interface HealthReport {
+  status: 'healthy' | 'unhealthy';
+  version: string;
+  uptime: string;
+  reason?: string;
+}
+
+/** "3h 12m": whole hours and minutes since start. */
+export function formatUptime(ms: number): string {
+  const minutes = Math.floor(Math.max(0, ms) / 60_000);
+  return `${Math.floor(minutes / 60)}h ${minutes % 60}m`;
+}
+
+export class EngineHealth {
+  private check: Promise<GstCheck> | undefined;
+  private checkedAt = 0;
+
+  constructor(
+    private readonly version: string,
+    private readonly startedAt: number,
+    private readonly runCheck: () => Promise<GstCheck>,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  /** Starts the element check (at start-up, so the first health call need not wait for it). */
+  prime(): Promise<GstCheck> {
+    this.checkedAt = this.now();
+    this.check = this.runCheck();
+    return this.check;
+  }
+
+  async report(): Promise<HealthReport> {
+    // A failed check is tried again after 10 s: an operator may have run set-up meanwhile.
+    let result = await (this.check ?? this.prime());
+    if (!result.ok && this.now() - this.checkedAt > 10_000) result = await this.prime();
+    const uptime = formatUptime(this.now() - this.startedAt);
+    return result.ok
+      ? { status: 'healthy', version: this.version, uptime }
+      : { status: 'unhealthy', version: this.version, uptime, reason: result.reason ?? 'cannot run pipelines' };
+  }
+}

@@ -1,0 +1,46 @@
+/** The REST edge: fastify with strict bodies, one error shape, bearer auth and the routes. */
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { Logger } from 'pino';
+import type { Registry } from 'prom-client';
+import type { KeyRing } from '../auth/keys.js';
+import type { EngineHealth } from '../health.js';
+import type { PipelineRegistry } from '../supervisor/registry.js';
+import { installAuth } from './auth.js';
+import { installErrorHandling } from './errors.js';
+import { healthRoutes } from './routes/health.js';
+import { metricsRoutes } from './routes/metrics.js';
+import { pipelineRoutes } from './routes/pipelines.js';
+
+export const BODY_LIMIT = 64 * 1024;
+
+export interface RestDeps {
+  log: Logger;
+  keys: KeyRing | undefined;
+  health: EngineHealth;
+  pipelines: PipelineRegistry;
+  metrics: Registry;
+}
+
+export async function buildRestServer(deps: RestDeps): Promise<FastifyInstance> {
+  const app = Fastify({
+    loggerInstance: deps.log.child({ component: 'rest' }) as FastifyBaseLogger,
+    bodyLimit: BODY_LIMIT,
+    return503OnClosing: true,
+    forceCloseConnections: true,
+    // One line per request from our own onResponse hook instead of fastify's two.
+    logController: new LogController({ disableRequestLogging: true }),
+  }).withTypeProvider<TypeBoxTypeProvider>();
+  // JSON only: a text/plain body is a 415, not a string that fails later.
+  app.removeContentTypeParser(['text/plain']);
+  installErrorHandling(app);
+  installAuth(app, deps.keys);
+  app.addHook('onResponse', async (request, reply) => {
+    if (request.url.startsWith('/api/v1/metrics') || request.url.endsWith('/health')) return;
+    request.log.info({ method: request.method, url: request.url, status: reply.statusCode, ms: Math.round(reply.elapsedTime) }, 'request');
+  });
+  await app.register(healthRoutes(deps.health));
+  await app.register(pipelineRoutes(deps.pipelines));
+  await app.register(metricsRoutes(deps.metrics));
+  return app;
+}

@@ -1,0 +1,107 @@
+/**
+ * The engine's metrics: an own prom-client Registry (never the global one), every value read at
+ * scrape time from the pipeline registry and /proc, so nothing is counted on the audio path and a
+ * deleted pipeline's series are gone at the next scrape.
+ */
+import { collectDefaultMetrics, Counter, Gauge, Registry } from 'prom-client';
+import type { PipelineRegistry } from '../supervisor/registry.js';
+import type { ChildState } from '../supervisor/state.js';
+import { readProcessStats, type ProcessStats } from './process-stats.js';
+
+const STATES: readonly ChildState[] = ['starting', 'running', 'exited', 'backoff', 'failed', 'stopping', 'stopped'];
+
+export function createMetrics(pipelines: PipelineRegistry, version: string): Registry {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry, prefix: 'audio_engine_' });
+
+  new Gauge({
+    name: 'audio_engine_info',
+    help: 'Engine version (value is always 1).',
+    labelNames: ['version'],
+    registers: [registry],
+  }).set({ version }, 1);
+
+  new Gauge({
+    name: 'audio_engine_pipelines',
+    help: 'Pipelines by the state of their child process.',
+    labelNames: ['state'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      const counts = new Map<ChildState, number>(STATES.map((s) => [s, 0]));
+      for (const { supervisor } of pipelines.entries()) {
+        const state = supervisor.snapshot().state;
+        counts.set(state, (counts.get(state) ?? 0) + 1);
+      }
+      for (const [state, count] of counts) this.set({ state }, count);
+    },
+  });
+
+  new Gauge({
+    name: 'audio_engine_pipeline_up',
+    help: '1 while the pipeline child is running, 0 otherwise.',
+    labelNames: ['pipeline_id'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const { record, supervisor } of pipelines.entries()) {
+        this.set({ pipeline_id: record.id }, supervisor.snapshot().state === 'running' ? 1 : 0);
+      }
+    },
+  });
+
+  new Counter({
+    name: 'audio_engine_pipeline_restarts_total',
+    help: 'Restarts of the pipeline child since the pipeline was loaded.',
+    labelNames: ['pipeline_id'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const { record, supervisor } of pipelines.entries()) {
+        this.inc({ pipeline_id: record.id }, supervisor.snapshot().restarts);
+      }
+    },
+  });
+
+  // Both child gauges read one /proc sample per scrape.
+  let sample: { at: number; values: Promise<Map<string, ProcessStats>> } | undefined;
+  const sampleChildren = (): Promise<Map<string, ProcessStats>> => {
+    const now = Date.now();
+    if (sample === undefined || now - sample.at > 250) {
+      sample = {
+        at: now,
+        values: Promise.all(
+          [...pipelines.entries()].map(async ({ record, supervisor }) => {
+            const pid = supervisor.pid;
+            const stats = pid === undefined ? undefined : await readProcessStats(pid);
+            return [record.id, stats] as const;
+          }),
+        ).then((rows) => new Map(rows.filter((r): r is readonly [string, ProcessStats] => r[1] !== undefined))),
+      };
+    }
+    return sample.values;
+  };
+
+  new Counter({
+    name: 'audio_engine_pipeline_child_cpu_seconds_total',
+    help: 'CPU time (user + system) used by the current child process of the pipeline, seconds.',
+    labelNames: ['pipeline_id'],
+    registers: [registry],
+    async collect() {
+      this.reset();
+      for (const [id, stats] of await sampleChildren()) this.inc({ pipeline_id: id }, stats.cpuSeconds);
+    },
+  });
+  new Gauge({
+    name: 'audio_engine_pipeline_child_resident_memory_bytes',
+    help: 'Resident memory of the current child process of the pipeline, bytes.',
+    labelNames: ['pipeline_id'],
+    registers: [registry],
+    async collect() {
+      this.reset();
+      for (const [id, stats] of await sampleChildren()) this.set({ pipeline_id: id }, stats.residentBytes);
+    },
+  });
+
+  return registry;
+}

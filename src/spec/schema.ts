@@ -1,0 +1,94 @@
+/**
+ * The pipeline spec: the one definition of what a client may ask for. REST and gRPC requests
+ * are both validated against it (spec/validate.ts); the TypeScript types come from it.
+ * Units and ranges: docs/api.md and the contract's decisions.md.
+ */
+import { Type, type Static, type TSchema } from '@sinclair/typebox';
+
+/** Plugin names of the processing steps, as clients write them. */
+export const PLUGINS = ['loudness-normalize', 'eq'] as const;
+export type PluginName = (typeof PLUGINS)[number];
+
+const strict = { additionalProperties: false } as const;
+
+export const SrtInput = Type.Object(
+  {
+    type: Type.Literal('srt'),
+    port: Type.Integer({ minimum: 1024, maximum: 65535, description: 'UDP port the SRT listener binds' }),
+    latency: Type.Integer({ minimum: 20, maximum: 8000, default: 120, description: 'SRT latency, ms' }),
+  },
+  strict,
+);
+
+export const LoudnessNormalizeStep = Type.Object(
+  {
+    plugin: Type.Literal('loudness-normalize'),
+    target: Type.Number({ minimum: -70, maximum: -5, description: 'integrated loudness target, LUFS' }),
+    true_peak: Type.Number({ minimum: -9, maximum: 0, default: -1, description: 'true-peak ceiling, dBTP' }),
+  },
+  strict,
+);
+
+export const EqBand = Type.Object(
+  {
+    freq: Type.Number({ minimum: 20, maximum: 20000, description: 'centre frequency, Hz' }),
+    gain: Type.Number({ minimum: -24, maximum: 24, description: 'gain at the centre, dB' }),
+    q: Type.Number({ minimum: 0.1, maximum: 30, default: 1, description: 'RBJ cookbook Q' }),
+  },
+  strict,
+);
+
+export const EqStep = Type.Object(
+  {
+    plugin: Type.Literal('eq'),
+    bands: Type.Array(EqBand, { minItems: 1, maxItems: 16 }),
+  },
+  strict,
+);
+
+/**
+ * A processing step, chosen by its `plugin` field. Written as oneOf + discriminator (not a
+ * plain union) so that a validation error names the field of the chosen plugin, not "must
+ * match a schema in anyOf".
+ */
+export const ProcessingStep = Type.Unsafe<Static<typeof LoudnessNormalizeStep> | Static<typeof EqStep>>({
+  type: 'object',
+  properties: { plugin: { type: 'string' } },
+  required: ['plugin'],
+  discriminator: { propertyName: 'plugin' },
+  oneOf: [LoudnessNormalizeStep, EqStep],
+});
+
+export const RtpOutput = Type.Object(
+  {
+    type: Type.Literal('rtp'),
+    host: Type.String({ format: 'engine-host', description: 'IPv4/IPv6 literal (unicast or multicast) or DNS name' }),
+    port: Type.Integer({ minimum: 1, maximum: 65535 }),
+    ttl: Type.Integer({ minimum: 1, maximum: 255, default: 16, description: 'multicast TTL' }),
+    interface: Type.Optional(
+      Type.String({ pattern: '^[A-Za-z0-9_.-]{1,15}$', description: 'network interface for multicast' }),
+    ),
+  },
+  strict,
+);
+
+export const PipelineSpec = Type.Object(
+  {
+    name: Type.String({ minLength: 1, maxLength: 128, pattern: '^[^\\p{C}]*$' }),
+    input: SrtInput,
+    processing: Type.Array(ProcessingStep, { maxItems: 32, default: [] }),
+    output: RtpOutput,
+  },
+  strict,
+);
+
+export type PipelineSpec = Static<typeof PipelineSpec>;
+export type SrtInput = Static<typeof SrtInput>;
+export type RtpOutput = Static<typeof RtpOutput>;
+export type ProcessingStep = Static<typeof ProcessingStep>;
+export type LoudnessNormalizeStep = Static<typeof LoudnessNormalizeStep>;
+export type EqStep = Static<typeof EqStep>;
+export type EqBand = Static<typeof EqBand>;
+
+/** Schemas by name, for edges that want to document or reuse them. */
+export const specSchemas: Record<string, TSchema> = { PipelineSpec, SrtInput, RtpOutput, EqBand };

@@ -1,0 +1,112 @@
+/**
+ * Durable pipeline records: one JSON file per pipeline under <state_dir>/pipelines.
+ * A write is atomic and durable before it returns (temp file, fsync, rename, fsync the folder),
+ * so a pipeline acknowledged with 201 survives kill -9 and power loss. A damaged file is set
+ * aside (renamed *.damaged) and reported; it never blocks start-up.
+ */
+import { mkdir, open, readdir, readFile, rename, unlink } from 'node:fs/promises';
+import path from 'node:path';
+import { ValidationError } from '../errors.js';
+import type { PipelineSpec } from '../spec/schema.js';
+import { parsePipelineSpec } from '../spec/validate.js';
+
+export interface PipelineRecord {
+  id: string;
+  /** Creation order; ties of created_at are broken by it. */
+  seq: number;
+  created_at: string;
+  spec: PipelineSpec;
+}
+
+const FORMAT = 1;
+const ID = /^pl_[0-9A-Za-z]{12,64}$/;
+
+export interface OpenResult {
+  records: PipelineRecord[];
+  /** Files set aside, with the reason. */
+  damaged: { file: string; reason: string }[];
+}
+
+export class PipelineStore {
+  readonly dir: string;
+  constructor(stateDir: string) {
+    this.dir = path.join(stateDir, 'pipelines');
+  }
+
+  private fileOf(id: string): string {
+    if (!ID.test(id)) throw new Error(`not a pipeline id: ${id}`);
+    return path.join(this.dir, `${id}.json`);
+  }
+
+  /** Reads every record, oldest first. */
+  async open(): Promise<OpenResult> {
+    await mkdir(this.dir, { recursive: true });
+    const records: PipelineRecord[] = [];
+    const damaged: OpenResult['damaged'] = [];
+    for (const entry of (await readdir(this.dir)).sort()) {
+      const file = path.join(this.dir, entry);
+      if (entry.endsWith('.tmp')) {
+        await unlink(file).catch(() => undefined); // a write that never reached its rename
+        continue;
+      }
+      if (!entry.endsWith('.json')) continue;
+      try {
+        records.push(decode(await readFile(file, 'utf8'), entry));
+      } catch (error) {
+        const reason = error instanceof Error ? error.message : String(error);
+        const aside = `${file}.damaged-${Date.now()}`;
+        await rename(file, aside).catch(() => undefined);
+        damaged.push({ file: aside, reason });
+      }
+    }
+    records.sort((a, b) => (a.created_at < b.created_at ? -1 : a.created_at > b.created_at ? 1 : a.seq - b.seq));
+    return { records, damaged };
+  }
+
+  async put(record: PipelineRecord): Promise<void> {
+    const file = this.fileOf(record.id);
+    const tmp = `${file}.${process.pid}.tmp`;
+    const body = `${JSON.stringify({ format: FORMAT, ...record }, null, 2)}\n`;
+    const handle = await open(tmp, 'w', 0o640);
+    try {
+      await handle.writeFile(body, 'utf8');
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+    await rename(tmp, file);
+    await this.syncDir();
+  }
+
+  async remove(id: string): Promise<void> {
+    await unlink(this.fileOf(id)).catch((error: NodeJS.ErrnoException) => {
+      if (error.code !== 'ENOENT') throw error;
+    });
+    await this.syncDir();
+  }
+
+  private async syncDir(): Promise<void> {
+    const handle = await open(this.dir, 'r');
+    try {
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+  }
+}
+
+function decode(text: string, entry: string): PipelineRecord {
+  const raw = JSON.parse(text) as Record<string, unknown>;
+  if (raw.format !== FORMAT) throw new Error(`unknown format ${JSON.stringify(raw.format)}`);
+  const { id, seq, created_at: createdAt, spec } = raw;
+  if (typeof id !== 'string' || !ID.test(id) || `${id}.json` !== entry) throw new Error('id does not match the file name');
+  if (typeof seq !== 'number' || !Number.isSafeInteger(seq)) throw new Error('seq is not an integer');
+  if (typeof createdAt !== 'string' || Number.isNaN(Date.parse(createdAt))) throw new Error('created_at is not a timestamp');
+  try {
+    return { id, seq, created_at: createdAt, spec: parsePipelineSpec(spec, { root: 'spec', separator: '.' }) };
+  } catch (error) {
+    if (error instanceof ValidationError) throw new Error(error.message);
+    throw error;
+  }
+}
+

@@ -1,0 +1,113 @@
+/**
+ * Child processes: the only place that starts one (execa, never a shell).
+ * Both output pipes are always drained line by line: an unread pipe would block the child and
+ * stall its audio. On Linux every child is started through `setpriv --pdeathsig SIGKILL`, so it
+ * dies with the engine even when the engine is killed with SIGKILL.
+ */
+import { existsSync } from 'node:fs';
+import { createInterface } from 'node:readline';
+import type { Readable } from 'node:stream';
+import { execa, type ResultPromise } from 'execa';
+
+export interface ChildExit {
+  exitCode: number | undefined;
+  signal: string | undefined;
+  /** Set when the process could not be started at all. */
+  spawnError: string | undefined;
+}
+
+export interface LaunchOptions {
+  command: string;
+  args: readonly string[];
+  /** Added to the engine's environment. */
+  env: Readonly<Record<string, string>>;
+  onStdoutLine: (line: string) => void;
+  onStderrLine: (line: string) => void;
+}
+
+export interface ChildProcess {
+  readonly pid: number | undefined;
+  readonly exited: Promise<ChildExit>;
+  /** Sends a signal; false when the process is already gone. */
+  signal(signal: NodeJS.Signals): boolean;
+}
+
+const SETPRIV = '/usr/bin/setpriv';
+const useSetpriv = process.platform === 'linux' && existsSync(SETPRIV);
+
+function drain(stream: Readable | null, onLine: (line: string) => void): Promise<void> {
+  if (stream === null) return Promise.resolve();
+  const lines = createInterface({ input: stream, crlfDelay: Infinity });
+  lines.on('line', (line) => {
+    try {
+      onLine(line);
+    } catch {
+      // A consumer's fault never stops the draining.
+    }
+  });
+  return new Promise((resolve) => lines.once('close', resolve));
+}
+
+export function launchChild(options: LaunchOptions): ChildProcess {
+  const [file, args] = useSetpriv
+    ? [SETPRIV, ['--pdeathsig', 'SIGKILL', '--', options.command, ...options.args]]
+    : [options.command, [...options.args]];
+  const subprocess: ResultPromise = execa(file, args, {
+    reject: false,
+    stdin: 'ignore',
+    stdout: 'pipe',
+    stderr: 'pipe',
+    buffer: false,
+    detached: true, // own process group: a Ctrl-C meant for the engine does not reach the child
+    cleanup: true,
+    forceKillAfterDelay: false,
+    env: options.env,
+    extendEnv: true,
+  });
+  const drained = Promise.all([
+    drain(subprocess.stdout, options.onStdoutLine),
+    drain(subprocess.stderr, options.onStderrLine),
+  ]);
+  const exited = subprocess.then(async (result) => {
+    await drained;
+    const spawnError = result.failed && result.exitCode === undefined && result.signal === undefined
+      ? (result.cause instanceof Error ? result.cause.message : result.shortMessage)
+      : undefined;
+    return { exitCode: result.exitCode, signal: result.signal, spawnError };
+  });
+  return {
+    pid: subprocess.pid,
+    exited,
+    signal(signal: NodeJS.Signals): boolean {
+      return subprocess.kill(signal);
+    },
+  };
+}
+
+export interface RunResult {
+  exitCode: number | undefined;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs a short command to completion (a bounded helper such as gst-inspect-1.0). */
+export async function runCommand(
+  command: string,
+  args: readonly string[],
+  env: Readonly<Record<string, string>>,
+  timeoutMs: number,
+): Promise<RunResult> {
+  const result = await execa(command, [...args], {
+    reject: false,
+    stdin: 'ignore',
+    env,
+    extendEnv: true,
+    timeout: timeoutMs,
+    maxBuffer: 1024 * 1024,
+  });
+  return {
+    exitCode: result.exitCode,
+    stdout: typeof result.stdout === 'string' ? result.stdout : '',
+    stderr: typeof result.stderr === 'string' ? result.stderr : '',
+  };
+}

@@ -1,0 +1,220 @@
+/**
+ * One pipeline's supervisor: keeps one gst-launch-1.0 child running while the engine wants it,
+ * restarts it with back-off, keeps its recent output and explains its last failure.
+ */
+import type { Logger } from 'pino';
+import type { ChildProcess, LaunchOptions } from './child.js';
+import { backoffDelay, nextAttempt, type BackoffPolicy } from './backoff.js';
+import { classifyExit, lastErrorLine } from './exit.js';
+import { RingBuffer } from './ring-buffer.js';
+import { transition, type Action, type ChildEvent, type ChildState, type Desired } from './state.js';
+
+export interface SupervisorDeps {
+  launch: (options: LaunchOptions) => ChildProcess;
+  command: string;
+  env: Readonly<Record<string, string>>;
+  log: Logger;
+  backoff: BackoffPolicy;
+  random: () => number;
+  now: () => number;
+  /** How long a stop waits after SIGINT (EOS) and then after SIGTERM before SIGKILL. */
+  stopBounds: { eosMs: number; termMs: number };
+  /** Lines of child output kept per pipeline. */
+  logLines: number;
+}
+
+export interface RuntimeInfo {
+  state: ChildState;
+  pid: number | null;
+  restarts: number;
+  last_error: string | null;
+  exit_code: number | null;
+  exit_signal: string | null;
+  state_since: string;
+  next_retry_at: string | null;
+}
+
+/** Lines gst-launch prints that mean the graph is up. */
+const READY = /^Setting pipeline to PLAYING/;
+/** Bus messages printed by `-m`: statistics, not log lines. */
+const BUS_MESSAGE = /^Got message #\d+ /;
+
+export class PipelineSupervisor {
+  private state: ChildState = 'stopped';
+  private desired: Desired = 'stop';
+  private child: ChildProcess | undefined;
+  private childStartedAt = 0;
+  private attempt = 0;
+  private restarts = 0;
+  private lastError: string | null = null;
+  private exitCode: number | null = null;
+  private exitSignal: string | null = null;
+  private stateSince: number;
+  private retryTimer: NodeJS.Timeout | undefined;
+  private retryAt: number | null = null;
+  private stopped: Promise<void> | undefined;
+  private readonly output: RingBuffer<string>;
+  private readonly recentStderr = new RingBuffer<string>(40);
+  private readonly log: Logger;
+  /** Called for every stdout line of the child (statistics parsers subscribe here). */
+  onStdoutLine: ((line: string) => void) | undefined;
+
+  constructor(
+    readonly id: string,
+    private readonly args: readonly string[],
+    private readonly deps: SupervisorDeps,
+  ) {
+    this.stateSince = deps.now();
+    this.output = new RingBuffer<string>(deps.logLines);
+    this.log = deps.log.child({ pipeline_id: id });
+  }
+
+  start(): void {
+    this.desired = 'run';
+    this.dispatch({ type: 'spawn' });
+  }
+
+  /** Ends the child (EOS, then SIGTERM, then SIGKILL after bounds); resolves once it is gone. */
+  stop(): Promise<void> {
+    this.desired = 'stop';
+    if (this.stopped !== undefined) return this.stopped;
+    const child = this.child;
+    this.dispatch({ type: 'stop' });
+    if (child === undefined) return Promise.resolve();
+    this.stopped = this.endChild(child).finally(() => {
+      this.stopped = undefined;
+    });
+    return this.stopped;
+  }
+
+  snapshot(): RuntimeInfo {
+    return {
+      state: this.state,
+      pid: this.child?.pid ?? null,
+      restarts: this.restarts,
+      last_error: this.lastError,
+      exit_code: this.exitCode,
+      exit_signal: this.exitSignal,
+      state_since: new Date(this.stateSince).toISOString(),
+      next_retry_at: this.retryAt === null ? null : new Date(this.retryAt).toISOString(),
+    };
+  }
+
+  get pid(): number | undefined {
+    return this.child?.pid;
+  }
+
+  /** The last `n` lines of the child's output (stderr and gst-launch's own lines). */
+  logs(n: number): string[] {
+    return this.output.last(n);
+  }
+
+  private setState(next: ChildState): void {
+    if (next === this.state) return;
+    this.log.info({ event: 'state', from: this.state, to: next }, `pipeline ${this.id}: ${this.state} -> ${next}`);
+    this.state = next;
+    this.stateSince = this.deps.now();
+  }
+
+  private dispatch(event: ChildEvent): void {
+    const { state, action } = transition(this.state, this.desired, event);
+    this.setState(state);
+    this.act(action);
+  }
+
+  private act(action: Action): void {
+    switch (action.do) {
+      case 'none':
+      case 'signal-stop': // the caller of stop() ends the child
+        return;
+      case 'spawn':
+        if (this.state !== 'starting') this.setState('starting');
+        this.spawn();
+        return;
+      case 'schedule-retry': {
+        const delay = backoffDelay(this.deps.backoff, this.attempt, this.deps.random);
+        this.retryAt = this.deps.now() + delay;
+        this.log.warn({ event: 'retry', delay_ms: delay, attempt: this.attempt }, `pipeline ${this.id}: restart in ${delay} ms`);
+        this.retryTimer = setTimeout(() => {
+          this.retryTimer = undefined;
+          this.retryAt = null;
+          this.dispatch({ type: 'retry-due' });
+        }, delay);
+        return;
+      }
+      case 'cancel-retry':
+        if (this.retryTimer !== undefined) clearTimeout(this.retryTimer);
+        this.retryTimer = undefined;
+        this.retryAt = null;
+        return;
+      default: {
+        const unknown: never = action;
+        throw new Error(`unknown action ${JSON.stringify(unknown)}`);
+      }
+    }
+  }
+
+  private spawn(): void {
+    this.childStartedAt = this.deps.now();
+    const child = this.deps.launch({
+      command: this.deps.command,
+      args: this.args,
+      env: this.deps.env,
+      onStdoutLine: (line) => {
+        if (BUS_MESSAGE.test(line)) {
+          this.onStdoutLine?.(line);
+          return;
+        }
+        this.output.push(line);
+        if (READY.test(line) && this.child === child) this.dispatch({ type: 'ready' });
+        this.onStdoutLine?.(line);
+      },
+      onStderrLine: (line) => {
+        this.output.push(line);
+        this.recentStderr.push(line);
+        if (line.trim() !== '') this.log.warn({ stream: 'stderr' }, line);
+      },
+    });
+    this.child = child;
+    this.log.info({ event: 'spawn', pid: child.pid, restarts: this.restarts }, `pipeline ${this.id}: child started`);
+    void child.exited.then((exit) => this.onExit(child, exit.exitCode, exit.signal, exit.spawnError));
+  }
+
+  private onExit(child: ChildProcess, exitCode: number | undefined, signal: string | undefined, spawnError: string | undefined): void {
+    if (this.child !== child) return;
+    this.child = undefined;
+    const ranMs = this.deps.now() - this.childStartedAt;
+    const stderr = this.recentStderr.last();
+    const cls = spawnError !== undefined
+      ? { kind: 'retry' as const, reason: `cannot start ${this.deps.command}: ${spawnError}` }
+      : classifyExit({ exitCode, signal, stderr });
+    this.exitCode = exitCode ?? null;
+    this.exitSignal = signal ?? null;
+    if (cls.kind !== 'clean') this.lastError = cls.reason;
+    else if (this.desired === 'run') this.lastError = lastErrorLine(stderr) ?? this.lastError;
+    const wanted = this.desired === 'run';
+    this.log[wanted && cls.kind !== 'clean' ? 'warn' : 'info'](
+      { event: 'exit', exit_code: exitCode ?? null, signal: signal ?? null, ran_ms: ranMs, class: cls.kind },
+      `pipeline ${this.id}: child exited (${signal ?? `code ${String(exitCode)}`})${cls.kind === 'clean' ? '' : `: ${cls.reason}`}`,
+    );
+    if (wanted) {
+      this.attempt = cls.kind === 'clean' ? 0 : nextAttempt(this.deps.backoff, this.attempt, ranMs);
+      if (cls.kind !== 'permanent') this.restarts += 1;
+    }
+    this.dispatch({ type: 'exit', class: cls, ranMs });
+  }
+
+  private async endChild(child: ChildProcess): Promise<void> {
+    const gone = child.exited.then(() => true);
+    const within = (ms: number): Promise<boolean> =>
+      Promise.race([gone, new Promise<boolean>((resolve) => setTimeout(() => resolve(false), ms).unref())]);
+    child.signal('SIGINT'); // gst-launch -e: EOS through the graph, then exit 0
+    if (await within(this.deps.stopBounds.eosMs)) return;
+    this.log.warn({ event: 'stop-escalate', signal: 'SIGTERM' }, `pipeline ${this.id}: no EOS in time, sending SIGTERM`);
+    child.signal('SIGTERM');
+    if (await within(this.deps.stopBounds.termMs)) return;
+    this.log.warn({ event: 'stop-escalate', signal: 'SIGKILL' }, `pipeline ${this.id}: still running, sending SIGKILL`);
+    child.signal('SIGKILL');
+    await gone;
+  }
+}
