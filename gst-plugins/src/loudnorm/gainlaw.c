@@ -63,14 +63,16 @@ ln_gain_update (LnGainLaw * g, double in_m, double in_s, double in_ref,
     }
   }
   g->desired = clampd (d, p->min_gain, p->max_gain);
-  if (!g->started) {
-    g->started = 1;
-    /* first estimate: go down fast rather than ramping slowly from 0 dB */
-    if (g->desired < g->current)
-      g->onset = 1;
+  /* the first second of programme: reach the first estimates fast, both
+   * ways, rather than ramping slowly from 0 dB */
+  if (g->started < 10) {
+    g->started++;
+    g->onset = 1;
   }
 
-  if (out_ok && out_long > -HUGE_VAL) {
+  /* anti-windup: integrate only while the applied gain has settled, so the
+   * transient of a level change does not wind the correction up */
+  if (out_ok && out_long > -HUGE_VAL && fabs (g->desired - g->current) < 1.0) {
     g->corr += (p->target - out_long) * STEP_S / p->integ_tau;
     g->corr = clampd (g->corr, -p->integ_bound, p->integ_bound);
   }
@@ -80,7 +82,9 @@ double
 ln_gain_advance (LnGainLaw * g, size_t n, unsigned rate)
 {
   double tau;
-  if (g->desired < g->current)
+  if (g->onset && g->started <= 10 && g->started > 0 && g->desired > g->current)
+    tau = g->p.tau_onset;
+  else if (g->desired < g->current)
     tau = g->onset ? g->p.tau_onset : g->p.tau_fall;
   else
     tau = g->p.tau_rise;

@@ -31,7 +31,7 @@ typedef struct
   double current;               /* dB, smoothed */
   double corr;                  /* dB, integral correction */
   int onset;
-  int started;                  /* a desired gain has been computed */
+  int started;                  /* updates of programme seen (up to 10: start-up) */
   int frozen;
 } LnGainLaw;
 
