@@ -5,8 +5,7 @@
  * character that the gst-launch parser treats specially (space, tab, newline, quote, `!`, `,`
  * outside a quoted list, `=`) can reach the pipeline description.
  */
-import { isIP } from 'node:net';
-import { isDnsName } from '../spec/host.js';
+import { isDnsName, isIpLiteral } from '../spec/host.js';
 
 export type PropertyType =
   | { kind: 'int'; min: number; max: number }
@@ -117,10 +116,10 @@ export function formatValue(element: string, property: string, type: PropertyTyp
       if (typeof value !== 'string' || !ELEMENT_NAME.test(value)) refuse();
       return value as string;
     case 'ip':
-      if (typeof value !== 'string' || isIP(value) === 0) refuse();
+      if (typeof value !== 'string' || !isIpLiteral(value)) refuse();
       return value as string;
     case 'host':
-      if (typeof value !== 'string' || (isIP(value) === 0 && !isDnsName(value))) refuse();
+      if (typeof value !== 'string' || (!isIpLiteral(value) && !isDnsName(value))) refuse();
       return value as string;
     case 'ifname':
       if (typeof value !== 'string' || !IFNAME.test(value)) refuse();

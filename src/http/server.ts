@@ -23,8 +23,10 @@ export interface RestDeps {
 }
 
 export async function buildRestServer(deps: RestDeps): Promise<FastifyInstance> {
+  // Typed as fastify's logger interface so the instance keeps fastify's default generics.
+  const logger: FastifyBaseLogger = deps.log.child({ component: 'rest' });
   const app = Fastify({
-    loggerInstance: deps.log.child({ component: 'rest' }) as FastifyBaseLogger,
+    loggerInstance: logger,
     bodyLimit: BODY_LIMIT,
     return503OnClosing: true,
     forceCloseConnections: true,

@@ -12,9 +12,14 @@ export function isDnsName(host: string): boolean {
   return labels.every((label) => LABEL.test(label));
 }
 
-/** True for a literal IP (no IPv6 zone id) or a DNS name. */
+/** An IPv4 or IPv6 literal, without an IPv6 zone id (`%eth0`; the interface is its own field). */
+export function isIpLiteral(host: string): boolean {
+  return !host.includes('%') && isIP(host) !== 0;
+}
+
+/** True for a literal IP or a DNS name. */
 export function isValidHost(host: string): boolean {
-  return isIP(host) !== 0 || isDnsName(host);
+  return isIpLiteral(host) || isDnsName(host);
 }
 
 export function isMulticast(host: string): boolean {

@@ -122,7 +122,7 @@ export function compileValidator<S extends TSchema>(schema: S, onAjv: Ajv = ajv)
         if (first === undefined) throw new ValidationError(`${joinPath(style, [])} is not valid`);
         throw toValidationError(first, data, style);
       }
-      return data as Static<S>;
+      return data;
     },
   };
 }

@@ -20,18 +20,24 @@ export interface ExitFacts {
 /** gst-launch's words for a description it cannot build (parse, unknown element, bad property). */
 const PERMANENT = [/erroneous pipeline: (.*)/, /pipeline could not be constructed: (.*)/];
 
-/** The most telling error line of a child's stderr, or undefined. */
+/** ERROR lines that only repeat that an earlier error happened. */
+const CONSEQUENTIAL = /doesn't want to preroll|state change failed and some element failed|Failed to set pipeline/;
+
+/**
+ * The error that explains a run: the first ERROR (GStreamer posts the cause first, then its
+ * consequences) with the cause from its "Additional debug info", or a parse warning.
+ */
 export function lastErrorLine(stderr: readonly string[]): string | undefined {
-  for (let i = stderr.length - 1; i >= 0; i--) {
+  for (let i = 0; i < stderr.length; i++) {
     const line = stderr[i]?.trim() ?? '';
-    if (/^(ERROR|WARNING: erroneous pipeline)/.test(line) && !/doesn't want to preroll|Failed to set pipeline/.test(line)) {
-      // Prefer the line with the cause: the "Additional debug info" that follows an ERROR line.
-      const detail = stderr
-        .slice(i + 1, i + 4)
-        .map((l) => l.trim())
-        .find((l) => l !== '' && !l.startsWith('../') && !l.startsWith('Additional debug info') && !l.startsWith('ERROR'));
-      return detail !== undefined ? `${line} ${detail}` : line;
-    }
+    if (line.startsWith('WARNING: erroneous pipeline')) return line;
+    if (!line.startsWith('ERROR') || CONSEQUENTIAL.test(line)) continue;
+    // "Additional debug info:", a source location, then the cause in the element's words.
+    const detail = stderr
+      .slice(i + 1, i + 4)
+      .map((l) => l.trim())
+      .find((l) => l !== '' && !l.startsWith('Additional debug info') && !/^\.\.\/|^[a-z0-9_/.-]+\.c\(\d+\)/.test(l) && !l.startsWith('ERROR'));
+    return detail !== undefined ? `${line} ${detail}` : line;
   }
   return undefined;
 }

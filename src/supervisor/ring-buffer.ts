@@ -21,6 +21,11 @@ export class RingBuffer<T> {
     }
     return out;
   }
+  clear(): void {
+    this.items.fill(undefined);
+    this.next = 0;
+    this.count = 0;
+  }
   get size(): number {
     return this.count;
   }

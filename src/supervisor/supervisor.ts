@@ -156,6 +156,7 @@ export class PipelineSupervisor {
 
   private spawn(): void {
     this.childStartedAt = this.deps.now();
+    this.recentStderr.clear(); // the exit of this run is judged on this run's output only
     const child = this.deps.launch({
       command: this.deps.command,
       args: this.args,

@@ -1,0 +1,98 @@
+import t from 'tap';
+import { compilePipeline } from '../../src/compiler/compile.js';
+import { element, formatNumber, formatValue, UnsafeValueError } from '../../src/compiler/elements.js';
+import { ValidationError } from '../../src/errors.js';
+import { parsePipelineSpec } from '../../src/spec/validate.js';
+import { EXAMPLE } from '../fixtures/example.js';
+
+t.test('the exact argv of the interface example', async (t) => {
+  const argv = compilePipeline(parsePipelineSpec(EXAMPLE), { statsIntervalMs: 1000 });
+  t.same(argv, [
+    '-m', '-f', '-e', '--',
+    'srtsrc', 'name=src', 'mode=listener', 'localaddress=0.0.0.0', 'localport=9000', 'latency=120', 'poll-timeout=100', 'keep-listening=false', 'wait-for-connection=true',
+    '!', 'decodebin', 'name=decode',
+    '!', 'audioconvert', 'name=inconvert',
+    '!', 'audioresample', 'name=resample',
+    '!', 'audio/x-raw,format=F32LE,layout=interleaved,rate=48000,channels=2',
+    '!', 'queue', 'name=buffer', 'max-size-time=200000000', 'max-size-buffers=0', 'max-size-bytes=0',
+    '!', 'loudnorm', 'name=step0', 'target=-23', 'true-peak=-1', 'interval=1000000000',
+    '!', 'parametriceq', 'name=step1', 'bands="100:-2:1,8000:1.5:1"',
+    '!', 'audioconvert', 'name=outconvert',
+    '!', 'rtpL24pay', 'name=pay', 'pt=96', 'min-ptime=1000000', 'max-ptime=1000000',
+    '!', 'udpsink', 'name=out', 'host=239.69.1.1', 'port=5004', 'ttl-mc=16', 'auto-multicast=true', 'sync=true', 'async=false',
+  ]);
+});
+
+t.test('steps compile in order; the multicast interface is its own token', async (t) => {
+  const spec = parsePipelineSpec({
+    ...EXAMPLE,
+    processing: [{ plugin: 'eq', bands: [{ freq: 1000, gain: -3, q: 2.5 }] }, { plugin: 'loudness-normalize', target: -16.5, true_peak: -2 }],
+    output: { type: 'rtp', host: 'ff02::1', port: 5004, ttl: 4, interface: 'eth0' },
+  });
+  const argv = compilePipeline(spec, { statsIntervalMs: 250 });
+  const eq = argv.indexOf('parametriceq');
+  const ln = argv.indexOf('loudnorm');
+  t.ok(eq > 0 && ln > eq, 'eq before loudness, as asked');
+  t.same(argv.slice(ln, ln + 5), ['loudnorm', 'name=step1', 'target=-16.5', 'true-peak=-2', 'interval=250000000']);
+  t.ok(argv.includes('bands="1000:-3:2.5"'));
+  t.ok(argv.includes('host=ff02::1'));
+  t.ok(argv.includes('ttl-mc=4'));
+  t.ok(argv.includes('multicast-iface=eth0'));
+});
+
+t.test('every description token is free of what the gst-launch parser splits on', async (t) => {
+  const argv = compilePipeline(parsePipelineSpec(EXAMPLE), { statsIntervalMs: 1000 });
+  for (const token of argv.slice(4)) t.notMatch(token, /[\s'\\;()]/, token);
+});
+
+/** Values an attacker might send; each must be stopped by validation before the compiler. */
+const injections: [string, (s: Record<string, any>) => void][] = [ // eslint-disable-line @typescript-eslint/no-explicit-any -- test patches arbitrary shapes
+  ['tab in host', (s) => { s.output.host = '127.0.0.1\tfakesink'; }],
+  ['newline in host', (s) => { s.output.host = '127.0.0.1\n! filesink location=/etc/passwd'; }],
+  ['CR in host', (s) => { s.output.host = '127.0.0.1\r'; }],
+  ['quote in host', (s) => { s.output.host = '"127.0.0.1'; }],
+  ['element in host', (s) => { s.output.host = '127.0.0.1 ! filesink location=/tmp/x'; }],
+  ['property in host', (s) => { s.output.host = '127.0.0.1 port=1'; }],
+  ['uri query in host', (s) => { s.output.host = '127.0.0.1?mode=caller'; }],
+  ['--gst option in host', (s) => { s.output.host = '--gst-plugin-path=/tmp'; }],
+  ['string port', (s) => { s.input.port = '9000 mode=caller'; }],
+  ['string latency', (s) => { s.input.latency = '120 ! fakesink'; }],
+  ['NaN-like target', (s) => { s.processing = [{ plugin: 'loudness-normalize', target: 'NaN' }]; }],
+  ['string gain', (s) => { s.processing = [{ plugin: 'eq', bands: [{ freq: 100, gain: '1,2:3' }] }]; }],
+  ['interface with space', (s) => { s.output.interface = 'eth0 ! fakesink'; }],
+  ['interface with quote', (s) => { s.output.interface = 'eth0"'; }],
+  ['plugin name injection', (s) => { s.processing = [{ plugin: 'eq ! filesink' }]; }],
+  ['extra property field', (s) => { s.input.mode = 'caller'; }],
+  ['exponent gain', (s) => { s.processing = [{ plugin: 'eq', bands: [{ freq: 100, gain: 1e300 }] }]; }],
+];
+
+for (const [what, patch] of injections) {
+  t.test(`validation stops ${what}`, async (t) => {
+    const body = structuredClone(EXAMPLE) as Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any -- see above
+    patch(body);
+    t.throws(() => parsePipelineSpec(body), ValidationError);
+  });
+}
+
+t.test('the compiler refuses what validation should have stopped (defence in depth)', async (t) => {
+  t.throws(() => element('udpsink', { host: '1.2.3.4 ! fakesink' }), UnsafeValueError);
+  t.throws(() => element('udpsink', { port: 70000 }), UnsafeValueError);
+  t.throws(() => element('udpsink', { port: 1.5 }), UnsafeValueError);
+  t.throws(() => element('udpsink', { 'multicast-iface': 'a b' }), UnsafeValueError);
+  t.throws(() => element('loudnorm', { target: Number.NaN }), UnsafeValueError);
+  t.throws(() => element('srtsrc', { mode: 'caller' }), UnsafeValueError);
+  t.throws(() => element('srtsrc', { localaddress: 'fe80::1%eth0' }), UnsafeValueError);
+  t.throws(() => element('parametriceq', { bands: [{ freq: 100, gain: 1, q: Number.POSITIVE_INFINITY }] }), UnsafeValueError);
+  t.throws(() => element('parametriceq', { bands: [] }), UnsafeValueError);
+  t.throws(() => formatValue('x', 'y', { kind: 'element-name' }, 'step0 ! x'), UnsafeValueError);
+  t.throws(() => element('udpsink', { uri: 'x' } as never), UnsafeValueError, 'a property outside the allow-list');
+});
+
+t.test('numbers are written in plain decimal', async (t) => {
+  t.equal(formatNumber(-23, 3), '-23');
+  t.equal(formatNumber(2.5, 3), '2.5');
+  t.equal(formatNumber(1e-9, 3), '0');
+  t.equal(formatNumber(-0.0001, 3), '0');
+  t.equal(formatNumber(19999.999, 2), '20000');
+  t.equal(formatNumber(0.1 + 0.2, 3), '0.3');
+});

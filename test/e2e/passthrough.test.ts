@@ -1,0 +1,55 @@
+/**
+ * End to end with real processes: the engine, its gst-launch-1.0 child, an ffmpeg SRT caller and
+ * an RTP receiver on loopback. Audio passes an empty processing list unchanged in level.
+ */
+import t from 'tap';
+import type { PipelineView } from '../../src/supervisor/registry.js';
+import { api, eventually, startEngine } from '../helpers/engine-process.js';
+import { freeUdpPort } from '../helpers/ports.js';
+import { RtpReceiver, sineRmsDbfs } from '../helpers/rtp-receiver.js';
+import { sendSine } from '../helpers/srt-sender.js';
+
+for (const codec of ['aac', 's302m'] as const) {
+  t.test(`${codec} over SRT comes out as RTP L24 at the level it went in`, async (t) => {
+    const engine = await startEngine(t);
+    const receiver = await RtpReceiver.open();
+    t.teardown(() => receiver.close());
+    const srtPort = await freeUdpPort();
+    const created = await api<PipelineView>(engine, 'POST', '/api/v1/pipelines', {
+      name: `passthrough ${codec}`,
+      input: { type: 'srt', port: srtPort, latency: 120 },
+      processing: [],
+      output: { type: 'rtp', host: '127.0.0.1', port: receiver.port },
+    });
+    t.equal(created.status, 201, created.text);
+    const id = created.body.id;
+    await eventually(async () => {
+      const got = await api<PipelineView>(engine, 'GET', `/api/v1/pipelines/${id}`);
+      return got.body.state === 'running' ? true : undefined;
+    }, 10_000, 'the child to run');
+
+    const amplitude = 0.5;
+    const sender = sendSine({ port: srtPort, amplitude, seconds: 4, codec });
+    t.teardown(() => sender.stop());
+    t.equal(await sender.done, 0, 'the SRT caller sent its audio');
+    await new Promise((resolve) => setTimeout(resolve, 500));
+
+    const stats = receiver.stats(1.0, 0.5);
+    t.ok(stats.packets > 2500, `RTP packets arrived (${stats.packets})`);
+    t.equal(stats.payloadType, 96, 'payload type 96');
+    t.equal(stats.payloadBytes, 288, '1 ms packets: 48 frames x 2 channels x 3 bytes');
+    t.equal(stats.sequenceGaps, 0, 'no gaps in the RTP sequence');
+    const expected = sineRmsDbfs(amplitude);
+    for (const [channel, rms] of stats.rmsDbfs.entries()) {
+      t.ok(Math.abs(rms - expected) < 0.2, `channel ${channel}: RMS ${rms.toFixed(2)} dBFS, sent ${expected.toFixed(2)} dBFS`);
+    }
+
+    // The caller left: the child ended cleanly and was started again at once, ready for the next one.
+    await eventually(async () => {
+      const got = await api<PipelineView>(engine, 'GET', `/api/v1/pipelines/${id}`);
+      return got.body.restarts >= 1 && got.body.state === 'running' ? got.body : undefined;
+    }, 10_000, 'a restart after the caller left');
+    const deleted = await api(engine, 'DELETE', `/api/v1/pipelines/${id}`);
+    t.equal(deleted.status, 204);
+  });
+}

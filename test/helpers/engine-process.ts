@@ -1,0 +1,191 @@
+/**
+ * Runs the real engine (`node dist/src/main.js`) as a child process with its own config and
+ * state folder, and cleans up after the test: the engine and every pipeline child it started,
+ * even when the test fails.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import type { Test } from 'tap';
+import { findLeftovers } from '../../src/supervisor/reap.js';
+import { freeTcpPort } from './ports.js';
+
+export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+export const MAIN = path.join(ROOT, 'dist', 'src', 'main.js');
+
+export interface LogLine {
+  level: number;
+  msg: string;
+  event?: string;
+  pipeline_id?: string;
+  [key: string]: unknown;
+}
+
+export interface EngineProcess {
+  url: string;
+  restPort: number;
+  dir: string;
+  stateDir: string;
+  configFile: string;
+  process: ChildProcess;
+  logs: LogLine[];
+  stderr: string[];
+  /** Resolves with [code, signal] when the engine exits. */
+  exited: Promise<[number | null, NodeJS.Signals | null]>;
+  waitForLog(predicate: (line: LogLine) => boolean, timeoutMs?: number): Promise<LogLine>;
+}
+
+export interface EngineConfigOptions {
+  extraToml?: string;
+  restPort?: number;
+  dir?: string;
+}
+
+/** Writes a config file in `dir` (a fresh folder per engine unless given). */
+export async function writeConfig(t: Test, options: EngineConfigOptions = {}): Promise<{ dir: string; file: string; restPort: number }> {
+  const dir = options.dir ?? t.testdir();
+  mkdirSync(dir, { recursive: true });
+  const restPort = options.restPort ?? (await freeTcpPort());
+  const grpcPort = await freeTcpPort();
+  const dashboardPort = await freeTcpPort();
+  const file = path.join(dir, 'config.toml');
+  writeFileSync(
+    file,
+    [
+      'mode = "self-hosted"',
+      '[server]',
+      'bind = "127.0.0.1"',
+      `rest_port = ${restPort}`,
+      `grpc_port = ${grpcPort}`,
+      `dashboard_port = ${dashboardPort}`,
+      '[engine]',
+      'state_dir = "state"',
+      options.extraToml ?? '',
+    ].join('\n'),
+  );
+  return { dir, file, restPort };
+}
+
+/** Starts the engine with a config file and waits until its stored pipelines have started. */
+export async function startEngine(t: Test, options: EngineConfigOptions & { configFile?: string } = {}): Promise<EngineProcess> {
+  const written = options.configFile === undefined ? await writeConfig(t, options) : undefined;
+  const configFile = options.configFile ?? written?.file ?? '';
+  const dir = path.dirname(configFile);
+  const restPort = written?.restPort ?? options.restPort ?? 0;
+  const child = spawn(process.execPath, [MAIN, '--config', configFile], { stdio: ['ignore', 'pipe', 'pipe'], cwd: dir });
+  const logs: LogLine[] = [];
+  const stderr: string[] = [];
+  const waiters = new Set<{ predicate: (l: LogLine) => boolean; resolve: (l: LogLine) => void }>();
+  createInterface({ input: child.stdout }).on('line', (text) => {
+    let line: LogLine;
+    try {
+      line = JSON.parse(text) as LogLine;
+    } catch {
+      return;
+    }
+    logs.push(line);
+    for (const waiter of waiters) {
+      if (waiter.predicate(line)) {
+        waiters.delete(waiter);
+        waiter.resolve(line);
+      }
+    }
+  });
+  createInterface({ input: child.stderr }).on('line', (text) => stderr.push(text));
+  const exited = new Promise<[number | null, NodeJS.Signals | null]>((resolve) => {
+    child.once('exit', (code, signal) => resolve([code, signal]));
+  });
+  const stateDir = path.join(dir, 'state');
+  t.teardown(async () => {
+    if (child.exitCode === null && child.signalCode === null) {
+      child.kill('SIGKILL');
+      await exited;
+    }
+    for (const pid of await findLeftovers(stateDir)) {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        // gone
+      }
+    }
+  });
+  const waitForLog = (predicate: (line: LogLine) => boolean, timeoutMs = 15_000): Promise<LogLine> => {
+    const seen = logs.find(predicate);
+    if (seen !== undefined) return Promise.resolve(seen);
+    return new Promise((resolve, reject) => {
+      const waiter = { predicate, resolve: (l: LogLine) => { clearTimeout(timer); resolve(l); } };
+      const timer = setTimeout(() => {
+        waiters.delete(waiter);
+        reject(new Error(`engine log line not seen in ${timeoutMs} ms; stderr: ${stderr.join('\n')}`));
+      }, timeoutMs);
+      waiters.add(waiter);
+    });
+  };
+  const engine: EngineProcess = {
+    url: `http://127.0.0.1:${restPort}`,
+    restPort,
+    dir,
+    stateDir,
+    configFile,
+    process: child,
+    logs,
+    stderr,
+    exited,
+    waitForLog,
+  };
+  await Promise.race([
+    waitForLog((l) => l.event === 'restored', 20_000),
+    exited.then(([code]) => {
+      throw new Error(`engine exited with ${String(code)} before it was ready: ${stderr.join('\n')}`);
+    }),
+  ]);
+  return engine;
+}
+
+export interface ApiResponse<T = unknown> {
+  status: number;
+  headers: Headers;
+  body: T;
+  text: string;
+}
+
+export async function api<T = unknown>(
+  engine: { url: string },
+  method: string,
+  url: string,
+  body?: unknown,
+  headers: Record<string, string> = {},
+): Promise<ApiResponse<T>> {
+  const init: RequestInit = { method, headers: { ...headers } };
+  if (body !== undefined) {
+    init.body = typeof body === 'string' ? body : JSON.stringify(body);
+    (init.headers as Record<string, string>)['content-type'] ??= 'application/json';
+  }
+  const response = await fetch(`${engine.url}${url}`, init);
+  const text = await response.text();
+  let parsed: unknown = text;
+  if ((response.headers.get('content-type') ?? '').includes('json') && text !== '') parsed = JSON.parse(text);
+  return { status: response.status, headers: response.headers, body: parsed as T, text };
+}
+
+/** Polls until `check` returns a value (not undefined), or fails after the timeout. */
+export async function eventually<T>(check: () => Promise<T | undefined> | T | undefined, timeoutMs: number, what: string): Promise<T> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await check();
+    if (value !== undefined) return value;
+    if (Date.now() > until) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+export function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}

@@ -1,0 +1,116 @@
+/**
+ * Receives RTP L24 stereo on 127.0.0.1 and measures the audio: RMS and peak per channel in dBFS,
+ * packets, sequence gaps, payload size and type. Real UDP, real decoding of the payload.
+ */
+import { createSocket, type Socket } from 'node:dgram';
+
+export interface RtpStats {
+  packets: number;
+  payloadType: number | undefined;
+  /** The most common payload size (the last packet before EOS may be shorter). */
+  payloadBytes: number | undefined;
+  sequenceGaps: number;
+  frames: number;
+  /** Per channel, over the analysed window. */
+  rmsDbfs: number[];
+  peakDbfs: number[];
+}
+
+export class RtpReceiver {
+  private readonly socket: Socket;
+  private readonly samples: number[][] = [[], []];
+  private packets = 0;
+  private payloadType: number | undefined;
+  private readonly sizes = new Map<number, number>();
+  private lastSeq: number | undefined;
+  private gaps = 0;
+
+  private constructor(socket: Socket, readonly port: number) {
+    this.socket = socket;
+    socket.on('message', (packet) => this.onPacket(packet));
+  }
+
+  static async open(port = 0): Promise<RtpReceiver> {
+    const socket = createSocket('udp4');
+    await new Promise<void>((resolve, reject) => {
+      socket.once('error', reject);
+      socket.bind(port, '127.0.0.1', () => resolve());
+    });
+    return new RtpReceiver(socket, socket.address().port);
+  }
+
+  private onPacket(packet: Buffer): void {
+    if (packet.length < 12 || packet[0] === undefined || (packet[0] >> 6) !== 2) return;
+    const csrc = packet[0] & 0x0f;
+    const offset = 12 + 4 * csrc;
+    const seq = packet.readUInt16BE(2);
+    if (this.lastSeq !== undefined && seq !== ((this.lastSeq + 1) & 0xffff)) this.gaps += 1;
+    this.lastSeq = seq;
+    this.packets += 1;
+    this.payloadType = (packet[1] ?? 0) & 0x7f;
+    const payload = packet.subarray(offset);
+    this.sizes.set(payload.length, (this.sizes.get(payload.length) ?? 0) + 1);
+    for (let i = 0, ch = 0; i + 3 <= payload.length; i += 3, ch ^= 1) {
+      this.samples[ch]?.push(payload.readIntBE(i, 3) / 8388608);
+    }
+  }
+
+  get received(): number {
+    return this.packets;
+  }
+
+  /** Waits until `count` packets have arrived, or the timeout passes. */
+  async waitForPackets(count: number, timeoutMs: number): Promise<boolean> {
+    const until = Date.now() + timeoutMs;
+    while (this.packets < count) {
+      if (Date.now() > until) return false;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    return true;
+  }
+
+  /** Statistics; `skipSeconds` of the start and `tailSeconds` of the end are left out of the levels. */
+  stats(skipSeconds = 0.5, tailSeconds = 0.3): RtpStats {
+    const rate = 48000;
+    const measure = (channel: number[]): { rms: number; peak: number } => {
+      const window = channel.slice(Math.round(skipSeconds * rate), Math.max(0, channel.length - Math.round(tailSeconds * rate)));
+      let sum = 0;
+      let peak = 0;
+      for (const x of window) {
+        sum += x * x;
+        peak = Math.max(peak, Math.abs(x));
+      }
+      const rms = window.length === 0 ? 0 : Math.sqrt(sum / window.length);
+      return { rms: 20 * Math.log10(rms || 1e-12), peak: 20 * Math.log10(peak || 1e-12) };
+    };
+    const levels = this.samples.map(measure);
+    return {
+      packets: this.packets,
+      payloadType: this.payloadType,
+      payloadBytes: [...this.sizes.entries()].sort((a, b) => b[1] - a[1])[0]?.[0],
+      sequenceGaps: this.gaps,
+      frames: this.samples[0]?.length ?? 0,
+      rmsDbfs: levels.map((l) => l.rms),
+      peakDbfs: levels.map((l) => l.peak),
+    };
+  }
+
+  /** Forgets what was received so far. */
+  reset(): void {
+    this.samples[0] = [];
+    this.samples[1] = [];
+    this.packets = 0;
+    this.sizes.clear();
+    this.gaps = 0;
+    this.lastSeq = undefined;
+  }
+
+  close(): Promise<void> {
+    return new Promise((resolve) => this.socket.close(() => resolve()));
+  }
+}
+
+/** RMS of a sine of peak amplitude `a`, in dBFS. */
+export function sineRmsDbfs(amplitude: number): number {
+  return 20 * Math.log10(amplitude / Math.SQRT2);
+}

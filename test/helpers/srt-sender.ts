@@ -1,0 +1,57 @@
+/**
+ * A real SRT caller: ffmpeg encodes a generated stereo sine into MPEG-TS and sends it to a
+ * pipeline's SRT listener on 127.0.0.1. It retries the connection until the listener is up.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+
+export interface SenderOptions {
+  port: number;
+  /** Peak amplitude of the sine, 0..1 (RMS = peak / sqrt 2). */
+  amplitude: number;
+  frequency?: number;
+  seconds: number;
+  /** ffmpeg audio codec: aac (default), mp2, s302m. */
+  codec?: 'aac' | 'mp2' | 's302m';
+}
+
+export interface Sender {
+  process: ChildProcess;
+  /** Resolves with the exit code when ffmpeg ends. */
+  done: Promise<number | null>;
+  stop(): void;
+}
+
+export function sendSine(options: SenderOptions): Sender {
+  const f = options.frequency ?? 1000;
+  const a = options.amplitude;
+  const expr = `${a}*sin(2*PI*${f}*t)`;
+  const codec = options.codec ?? 'aac';
+  const codecArgs =
+    codec === 'aac' ? ['-c:a', 'aac', '-b:a', '256k']
+    : codec === 'mp2' ? ['-c:a', 'mp2', '-b:a', '384k']
+    : ['-c:a', 's302m', '-strict', '-2'];
+  const args = [
+    '-hide_banner', '-loglevel', 'error', '-nostdin', '-re',
+    '-f', 'lavfi', '-i', `aevalsrc=${expr}|${expr}:s=48000:d=${options.seconds}`,
+    ...codecArgs,
+    '-f', 'mpegts', `srt://127.0.0.1:${options.port}?mode=caller&latency=120000&connect_timeout=3000`,
+  ];
+  const child = spawn('ffmpeg', args, { stdio: ['ignore', 'ignore', 'pipe'] });
+  let stderr = '';
+  child.stderr?.on('data', (chunk: Buffer) => {
+    stderr += chunk.toString();
+  });
+  const done = new Promise<number | null>((resolve) => {
+    child.once('exit', (code) => {
+      if (code !== 0 && stderr !== '') process.stderr.write(`ffmpeg sender: ${stderr}`);
+      resolve(code);
+    });
+  });
+  return {
+    process: child,
+    done,
+    stop(): void {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    },
+  };
+}
