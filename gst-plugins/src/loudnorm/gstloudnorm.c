@@ -528,6 +528,11 @@ drain (GstLoudnorm * self)
   if (!self->limiter)
     return;
   apply_properties (self, &post, &interval);
+  /* the last message covers the input frames since the previous one (none
+   * if the stream ended on an interval boundary: then it is stamped at the
+   * end of the input) */
+  if (self->msg_frames == 0)
+    self->msg_ts = self->next_ts;
   if (self->need_drain) {
     d = ln_limiter_delay (self->limiter);
     ch = self->channels;
