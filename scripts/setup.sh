@@ -42,6 +42,6 @@ npm run --silent build
 
 # Our GStreamer elements.
 if [ ! -f gst-plugins/build/build.ninja ]; then
-  meson setup gst-plugins/build gst-plugins --buildtype=release >/dev/null
+  meson setup gst-plugins/build gst-plugins >/dev/null
 fi
 ninja -C gst-plugins/build >/dev/null

@@ -60,7 +60,9 @@ export interface GstCheck {
 export async function checkGstreamer(gst: GstEnvironment): Promise<GstCheck> {
   const exists = async (name: string): Promise<boolean> => {
     try {
-      const result = await runCommand(gst.inspectCommand, ['--exists', name], gst.env, 20_000);
+      // Without --atleast-version, --exists demands the GStreamer version (1.22) of the plugin too,
+      // which our own plugin (versioned by itself) never meets.
+      const result = await runCommand(gst.inspectCommand, ['--exists', '--atleast-version=0.0', name], gst.env, 20_000);
       return result.exitCode === 0;
     } catch {
       return false;

@@ -63,11 +63,12 @@ export function createMetrics(pipelines: PipelineRegistry, version: string): Reg
     },
   });
 
-  // Both child gauges read one /proc sample per scrape.
+  // Both child series read one /proc sample per scrape (they are collected together), filtered
+  // to the pipelines that still exist.
   let sample: { at: number; values: Promise<Map<string, ProcessStats>> } | undefined;
   const sampleChildren = (): Promise<Map<string, ProcessStats>> => {
     const now = Date.now();
-    if (sample === undefined || now - sample.at > 250) {
+    if (sample === undefined || now - sample.at > 100) {
       sample = {
         at: now,
         values: Promise.all(
@@ -79,7 +80,10 @@ export function createMetrics(pipelines: PipelineRegistry, version: string): Reg
         ).then((rows) => new Map(rows.filter((r): r is readonly [string, ProcessStats] => r[1] !== undefined))),
       };
     }
-    return sample.values;
+    return sample.values.then((values) => {
+      const live = new Set([...pipelines.entries()].map((p) => p.record.id));
+      return new Map([...values].filter(([id]) => live.has(id)));
+    });
   };
 
   new Counter({
