@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import t from 'tap';
 import { isValidKeySpec, KeyRing } from '../../src/auth/keys.js';
 
-t.test('plain keys and sha256 digests are both accepted', async (t) => {
+void t.test('plain keys and sha256 digests are both accepted', async (t) => {
   const digest = createHash('sha256').update('second-key').digest('hex');
   const ring = new KeyRing(['first-key', `sha256:${digest}`]);
   t.ok(ring.acceptsHeader('Bearer first-key'));
@@ -15,7 +15,7 @@ t.test('plain keys and sha256 digests are both accepted', async (t) => {
   t.notOk(ring.acceptsHeader('Bearer '));
 });
 
-t.test('key specs are checked', async (t) => {
+void t.test('key specs are checked', async (t) => {
   t.ok(isValidKeySpec('abc'));
   t.ok(isValidKeySpec(`sha256:${'a'.repeat(64)}`));
   t.notOk(isValidKeySpec('sha256:abc'));

@@ -5,7 +5,7 @@ import { ValidationError } from '../../src/errors.js';
 import { parsePipelineSpec } from '../../src/spec/validate.js';
 import { EXAMPLE } from '../fixtures/example.js';
 
-t.test('the exact argv of the interface example', async (t) => {
+void t.test('the exact argv of the interface example', async (t) => {
   const argv = compilePipeline(parsePipelineSpec(EXAMPLE), { statsIntervalMs: 1000 });
   t.same(argv, [
     '-m', '-f', '-e', '--',
@@ -23,7 +23,7 @@ t.test('the exact argv of the interface example', async (t) => {
   ]);
 });
 
-t.test('steps compile in order; the multicast interface is its own token', async (t) => {
+void t.test('steps compile in order; the multicast interface is its own token', async (t) => {
   const spec = parsePipelineSpec({
     ...EXAMPLE,
     processing: [{ plugin: 'eq', bands: [{ freq: 1000, gain: -3, q: 2.5 }] }, { plugin: 'loudness-normalize', target: -16.5, true_peak: -2 }],
@@ -40,13 +40,18 @@ t.test('steps compile in order; the multicast interface is its own token', async
   t.ok(argv.includes('multicast-iface=eth0'));
 });
 
-t.test('every description token is free of what the gst-launch parser splits on', async (t) => {
+void t.test('every description token is free of what the gst-launch parser splits on', async (t) => {
   const argv = compilePipeline(parsePipelineSpec(EXAMPLE), { statsIntervalMs: 1000 });
   for (const token of argv.slice(4)) t.notMatch(token, /[\s'\\;()]/, token);
 });
 
 /** Values an attacker might send; each must be stopped by validation before the compiler. */
-const injections: [string, (s: Record<string, any>) => void][] = [ // eslint-disable-line @typescript-eslint/no-explicit-any -- test patches arbitrary shapes
+interface LooseBody {
+  input: Record<string, unknown>;
+  output: Record<string, unknown>;
+  processing: unknown[];
+}
+const injections: [string, (s: LooseBody) => void][] = [
   ['tab in host', (s) => { s.output.host = '127.0.0.1\tfakesink'; }],
   ['newline in host', (s) => { s.output.host = '127.0.0.1\n! filesink location=/etc/passwd'; }],
   ['CR in host', (s) => { s.output.host = '127.0.0.1\r'; }],
@@ -67,14 +72,14 @@ const injections: [string, (s: Record<string, any>) => void][] = [ // eslint-dis
 ];
 
 for (const [what, patch] of injections) {
-  t.test(`validation stops ${what}`, async (t) => {
-    const body = structuredClone(EXAMPLE) as Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any -- see above
+  void t.test(`validation stops ${what}`, async (t) => {
+    const body = structuredClone(EXAMPLE) as unknown as LooseBody;
     patch(body);
     t.throws(() => parsePipelineSpec(body), ValidationError);
   });
 }
 
-t.test('the compiler refuses what validation should have stopped (defence in depth)', async (t) => {
+void t.test('the compiler refuses what validation should have stopped (defence in depth)', async (t) => {
   t.throws(() => element('udpsink', { host: '1.2.3.4 ! fakesink' }), UnsafeValueError);
   t.throws(() => element('udpsink', { port: 70000 }), UnsafeValueError);
   t.throws(() => element('udpsink', { port: 1.5 }), UnsafeValueError);
@@ -88,7 +93,7 @@ t.test('the compiler refuses what validation should have stopped (defence in dep
   t.throws(() => element('udpsink', { uri: 'x' } as never), UnsafeValueError, 'a property outside the allow-list');
 });
 
-t.test('numbers are written in plain decimal', async (t) => {
+void t.test('numbers are written in plain decimal', async (t) => {
   t.equal(formatNumber(-23, 3), '-23');
   t.equal(formatNumber(2.5, 3), '2.5');
   t.equal(formatNumber(1e-9, 3), '0');

@@ -10,7 +10,7 @@ import { RtpReceiver, sineRmsDbfs } from '../helpers/rtp-receiver.js';
 import { sendSine } from '../helpers/srt-sender.js';
 
 for (const codec of ['aac', 's302m'] as const) {
-  t.test(`${codec} over SRT comes out as RTP L24 at the level it went in`, async (t) => {
+  void t.test(`${codec} over SRT comes out as RTP L24 at the level it went in`, async (t) => {
     const engine = await startEngine(t);
     const receiver = await RtpReceiver.open();
     t.teardown(() => receiver.close());

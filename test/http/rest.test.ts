@@ -16,10 +16,10 @@ async function request(port: number, output = 5004): Promise<typeof EXAMPLE> {
   return { ...structuredClone(EXAMPLE), input: { type: 'srt', port, latency: 120 }, processing: [], output: { type: 'rtp', host: '127.0.0.1', port: output } };
 }
 
-t.test('REST without auth', async (t) => {
+void t.test('REST without auth', async (t) => {
   const engine: EngineProcess = await startEngine(t, { extraToml: 'max_pipelines = 3' });
 
-  t.test('health on both paths', async (t) => {
+  void t.test('health on both paths', async (t) => {
     for (const path of ['/health', '/api/v1/health']) {
       const res = await api<Record<string, string>>(engine, 'GET', path);
       t.equal(res.status, 200, `${path}: ${res.text}`);
@@ -29,7 +29,7 @@ t.test('REST without auth', async (t) => {
     }
   });
 
-  t.test('create, get, list, delete', async (t) => {
+  void t.test('create, get, list, delete', async (t) => {
     const port = await freeUdpPort();
     const created = await api<PipelineView>(engine, 'POST', '/api/v1/pipelines', await request(port));
     t.equal(created.status, 201);
@@ -61,7 +61,7 @@ t.test('REST without auth', async (t) => {
     t.equal((await api(engine, 'DELETE', `/api/v1/pipelines/${second.body.id}`)).status, 204);
   });
 
-  t.test('400 names the field, in fastify error shape', async (t) => {
+  void t.test('400 names the field, in fastify error shape', async (t) => {
     const port = await freeUdpPort();
     const bad = await request(port);
     (bad.input as Record<string, unknown>).port = 70000;
@@ -79,7 +79,7 @@ t.test('REST without auth', async (t) => {
     t.equal(list.body.pipelines.length, 0, 'nothing half-made');
   });
 
-  t.test('bad JSON, non-JSON, too large', async (t) => {
+  void t.test('bad JSON, non-JSON, too large', async (t) => {
     const broken = await api<ErrorBody>(engine, 'POST', '/api/v1/pipelines', '{"name":');
     t.equal(broken.status, 400);
     const text = await api<ErrorBody>(engine, 'POST', '/api/v1/pipelines', 'name=x', { 'content-type': 'text/plain' });
@@ -93,7 +93,7 @@ t.test('REST without auth', async (t) => {
     t.equal(large.body.error, 'Payload Too Large');
   });
 
-  t.test('409 when the port is taken, by a pipeline or by another process', async (t) => {
+  void t.test('409 when the port is taken, by a pipeline or by another process', async (t) => {
     const port = await freeUdpPort();
     const first = await api<PipelineView>(engine, 'POST', '/api/v1/pipelines', await request(port));
     t.equal(first.status, 201);
@@ -112,7 +112,7 @@ t.test('REST without auth', async (t) => {
     t.equal((await api(engine, 'DELETE', `/api/v1/pipelines/${first.body.id}`)).status, 204);
   });
 
-  t.test('429 past max_pipelines', async (t) => {
+  void t.test('429 past max_pipelines', async (t) => {
     const ids: string[] = [];
     for (let i = 0; i < 3; i++) {
       const res = await api<PipelineView>(engine, 'POST', '/api/v1/pipelines', await request(await freeUdpPort()));
@@ -125,7 +125,7 @@ t.test('REST without auth', async (t) => {
     for (const id of ids) await api(engine, 'DELETE', `/api/v1/pipelines/${id}`);
   });
 
-  t.test('404s and metrics', async (t) => {
+  void t.test('404s and metrics', async (t) => {
     t.equal((await api(engine, 'GET', '/api/v1/pipelines/pl_doesnotexist00')).status, 404);
     t.equal((await api(engine, 'GET', '/api/v1/pipelines/..%2F..%2Fetc')).status, 404);
     const missing = await api<ErrorBody>(engine, 'GET', '/api/v1/nothing');
@@ -148,7 +148,7 @@ t.test('REST without auth', async (t) => {
   });
 });
 
-t.test('REST with auth', async (t) => {
+void t.test('REST with auth', async (t) => {
   const digest = createHash('sha256').update('key-two').digest('hex');
   const engine = await startEngine(t, { extraToml: `[auth]\nenabled = true\napi_keys = ["key-one", "sha256:${digest}"]` });
   const open = await api(engine, 'GET', '/health');

@@ -10,7 +10,7 @@ const withField = (patch: (spec: typeof EXAMPLE & Record<string, unknown>) => vo
   return copy;
 };
 
-t.test('the example request is valid and gets its defaults', async (t) => {
+void t.test('the example request is valid and gets its defaults', async (t) => {
   const spec = parsePipelineSpec(EXAMPLE);
   t.same(spec.processing[0], { plugin: 'loudness-normalize', target: -23, true_peak: -1 });
   t.same(spec.processing[1], { plugin: 'eq', bands: [{ freq: 100, gain: -2, q: 1 }, { freq: 8000, gain: 1.5, q: 1 }] });
@@ -57,7 +57,7 @@ const cases: [string, unknown, string][] = [
 ];
 
 for (const [what, body, message] of cases) {
-  t.test(`rejects ${what}`, async (t) => {
+  void t.test(`rejects ${what}`, async (t) => {
     let caught: unknown;
     try {
       parsePipelineSpec(body);
@@ -69,11 +69,11 @@ for (const [what, body, message] of cases) {
   });
 }
 
-t.test('gRPC and config paths are dotted', async (t) => {
+void t.test('gRPC and config paths are dotted', async (t) => {
   t.throws(() => parsePipelineSpec(withField((s) => { s.input.port = 70000; }), DOTTED), { message: 'input.port must be <= 65535' });
 });
 
-t.test('hosts: IP literals and DNS names only', async (t) => {
+void t.test('hosts: IP literals and DNS names only', async (t) => {
   for (const good of ['239.69.1.1', '127.0.0.1', '::1', 'ff02::1', 'studio-a.example.org', 'localhost', 'host.']) t.ok(isValidHost(good), good);
   for (const bad of ['300.1.1.1', '1.2.3', 'a b', 'fe80::1%eth0', 'x"y', 'a\tb', '-bad.example', '', 'a..b', 'host!']) t.notOk(isValidHost(bad), JSON.stringify(bad));
   t.ok(isMulticast('239.69.1.1'));

@@ -1,7 +1,7 @@
 import t from 'tap';
 import { RingBuffer } from '../../src/supervisor/ring-buffer.js';
 
-t.test('keeps the last lines in order in constant space', async (t) => {
+void t.test('keeps the last lines in order in constant space', async (t) => {
   const ring = new RingBuffer<number>(3);
   t.same(ring.last(), []);
   [1, 2, 3, 4, 5].forEach((n) => ring.push(n));

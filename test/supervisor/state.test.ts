@@ -3,7 +3,7 @@ import { MIN_CLEAN_RUN_MS, transition } from '../../src/supervisor/state.js';
 
 const retry = { kind: 'retry', reason: 'x' } as const;
 
-t.test('a wanted pipeline starts, runs and restarts by exit class', async (t) => {
+void t.test('a wanted pipeline starts, runs and restarts by exit class', async (t) => {
   t.same(transition('stopped', 'run', { type: 'spawn' }), { state: 'starting', action: { do: 'spawn' } });
   t.same(transition('starting', 'run', { type: 'ready' }), { state: 'running', action: { do: 'none' } });
   t.same(transition('running', 'run', { type: 'exit', class: { kind: 'clean' }, ranMs: 5000 }), { state: 'exited', action: { do: 'spawn' } });
@@ -17,7 +17,7 @@ t.test('a wanted pipeline starts, runs and restarts by exit class', async (t) =>
   t.same(transition('backoff', 'run', { type: 'retry-due' }), { state: 'starting', action: { do: 'spawn' } });
 });
 
-t.test('stop wins over everything', async (t) => {
+void t.test('stop wins over everything', async (t) => {
   t.same(transition('running', 'stop', { type: 'stop' }), { state: 'stopping', action: { do: 'signal-stop' } });
   t.same(transition('starting', 'stop', { type: 'stop' }), { state: 'stopping', action: { do: 'signal-stop' } });
   t.same(transition('backoff', 'stop', { type: 'stop' }), { state: 'stopped', action: { do: 'cancel-retry' } });
@@ -27,7 +27,7 @@ t.test('stop wins over everything', async (t) => {
   t.same(transition('stopping', 'stop', { type: 'stop' }), { state: 'stopping', action: { do: 'none' } });
 });
 
-t.test('a failed pipeline is not started again by a spawn event', async (t) => {
+void t.test('a failed pipeline is not started again by a spawn event', async (t) => {
   t.same(transition('failed', 'run', { type: 'spawn' }), { state: 'failed', action: { do: 'none' } });
   t.same(transition('running', 'run', { type: 'ready' }), { state: 'running', action: { do: 'none' } });
 });
