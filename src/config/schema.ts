@@ -48,7 +48,7 @@ export const StationConfig = Type.Object(
 
 export const Config = Type.Object(
   {
-    mode: Type.Union([Type.Literal('self-hosted'), Type.Literal('managed')], { default: 'self-hosted' }),
+    mode: Type.Unsafe<'self-hosted' | 'managed'>({ type: 'string', enum: ['self-hosted', 'managed'], default: 'self-hosted' }),
     server: ServerConfig,
     auth: AuthConfig,
     engine: EngineConfig,

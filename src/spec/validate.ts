@@ -100,6 +100,13 @@ export function toValidationError(error: ErrorObject, data: unknown, style: Path
         parts,
       );
     }
+    case 'enum': {
+      const allowed = (error.params as { allowedValues: unknown[] }).allowedValues;
+      return new ValidationError(
+        `${at([])} must be one of ${allowed.map((v) => JSON.stringify(v)).join(', ')}; got ${describeValue(valueAt(data, parts))}`,
+        parts,
+      );
+    }
     case 'pattern':
       return new ValidationError(`${at([])} has characters that are not allowed`, parts);
     default:
