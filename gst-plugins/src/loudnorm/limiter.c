@@ -53,7 +53,9 @@ ln_limiter_new (unsigned channels, unsigned rate, double lookahead_s,
     l->W = 1;
   l->H = l->W + 2;
   l->D = l->W + LN_TP_DELAY - 1;
-  l->dq_cap = l->H + 1;
+  l->dq_cap = 1;                /* power of two: index with a mask */
+  while (l->dq_cap < l->H + 1)
+    l->dq_cap <<= 1;
   l->rel_k = 1.0 - exp (-1.0 / (release_s * rate));
   l->tp = ln_tp_new (channels, BLOCK);
   l->dq_val = calloc (l->dq_cap, sizeof (float));
@@ -123,10 +125,34 @@ process_block (LnLimiter * l, float *x, size_t frames)
 {
   const unsigned nch = l->channels;
   const float thr = l->thr;
-  const unsigned cap = l->dq_cap;
+  const unsigned mask = l->dq_cap - 1;
   const float invW = 1.0f / (float) l->W;
 
-  ln_tp_process (l->tp, x, frames, thr, l->peaks);
+  float pmax = ln_tp_process (l->tp, x, frames, thr, l->peaks);
+
+  /* idle fast path: no gain reduction in the state and no peak over the
+   * threshold in the block: the gain stays exactly 1, only delay */
+  if (pmax <= thr && l->hrel == 1.0 && l->avg_sum == (double) l->W
+      && l->dq_len > 0 && l->dq_val[l->dq_head] == 1.0f) {
+    l->n += frames;
+    l->dq_head = 0;
+    l->dq_len = 1;
+    l->dq_val[0] = 1.0f;
+    l->dq_idx[0] = l->n - 1;
+    l->avg_pos = (unsigned) ((l->avg_pos + frames) % l->W);
+    for (size_t i = 0; i < frames; i++) {
+      float *d = l->delay + (size_t) l->delay_pos * nch;
+      float *xi = x + i * nch;
+      for (unsigned c = 0; c < nch; c++) {
+        float in = xi[c];
+        xi[c] = d[c];
+        d[c] = in;
+      }
+      if (++l->delay_pos == l->D)
+        l->delay_pos = 0;
+    }
+    return;
+  }
 
   for (size_t i = 0; i < frames; i++) {
     float p = l->peaks[i];
@@ -135,13 +161,13 @@ process_block (LnLimiter * l, float *x, size_t frames)
 
     /* sliding minimum over H frames */
     while (l->dq_len > 0
-        && l->dq_val[(l->dq_head + l->dq_len - 1) % cap] >= r)
+        && l->dq_val[(l->dq_head + l->dq_len - 1) & mask] >= r)
       l->dq_len--;
-    l->dq_val[(l->dq_head + l->dq_len) % cap] = r;
-    l->dq_idx[(l->dq_head + l->dq_len) % cap] = n;
+    l->dq_val[(l->dq_head + l->dq_len) & mask] = r;
+    l->dq_idx[(l->dq_head + l->dq_len) & mask] = n;
     l->dq_len++;
     while (l->dq_idx[l->dq_head] + l->H <= n) {
-      l->dq_head = (l->dq_head + 1) % cap;
+      l->dq_head = (l->dq_head + 1) & mask;
       l->dq_len--;
     }
     double h = l->dq_val[l->dq_head];

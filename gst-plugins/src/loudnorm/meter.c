@@ -244,7 +244,27 @@ ln_meter_frames_to_step (const LnMeter * m)
   return (size_t) (10 - sub_in_step) * m->sub_len - m->sub_pos;
 }
 
-/* K-weight and accumulate frames [0, n) into the current sub-block */
+/* K-weight and accumulate frames [0, n) into the current sub-block.
+ * Channels go in pairs through one loop: two independent recursions keep
+ * the FPU busy where one would wait on its own latency. */
+#define KSTEP(in, s10, s11, s20, s21, sum) do { \
+    double y1_ = b10 * (in) + s10; \
+    s10 = b11 * (in) - a11 * y1_ + s11; \
+    s11 = b12 * (in) - a12 * y1_; \
+    double y2_ = y1_ + s20; \
+    s20 = -2.0 * y1_ - a21 * y2_ + s21; \
+    s21 = y1_ - a22 * y2_; \
+    sum += y2_ * y2_; \
+  } while (0)
+
+static void
+flush_tiny (KState * k)
+{
+  if (fabs (k->s1[0]) < 1e-25 && fabs (k->s1[1]) < 1e-25
+      && fabs (k->s2[0]) < 1e-25 && fabs (k->s2[1]) < 1e-25)
+    k->s1[0] = k->s1[1] = k->s2[0] = k->s2[1] = 0.0;
+}
+
 static void
 accumulate (LnMeter * m, const float *x, size_t n)
 {
@@ -253,35 +273,45 @@ accumulate (LnMeter * m, const float *x, size_t n)
   const double a11 = m->a1[1], a12 = m->a1[2];
   const double a21 = m->a2[1], a22 = m->a2[2];
   double acc = 0.0;
+  unsigned c = 0;
 
-  for (unsigned c = 0; c < nch; c++) {
-    double wc = m->w[c];
-    if (wc == 0.0)
-      continue;
+  for (; c + 1 < nch; c += 2) {
+    KState *k = &m->k[c], *q = &m->k[c + 1];
+    double s10 = k->s1[0], s11 = k->s1[1], s20 = k->s2[0], s21 = k->s2[1];
+    double t10 = q->s1[0], t11 = q->s1[1], t20 = q->s2[0], t21 = q->s2[1];
+    double sum = 0.0, sum2 = 0.0;
+    for (size_t i = 0; i < n; i++) {
+      double in = x[i * nch + c], in2 = x[i * nch + c + 1];
+      KSTEP (in, s10, s11, s20, s21, sum);
+      KSTEP (in2, t10, t11, t20, t21, sum2);
+    }
+    k->s1[0] = s10;
+    k->s1[1] = s11;
+    k->s2[0] = s20;
+    k->s2[1] = s21;
+    q->s1[0] = t10;
+    q->s1[1] = t11;
+    q->s2[0] = t20;
+    q->s2[1] = t21;
+    /* flush tiny states: no denormals through digital silence */
+    flush_tiny (k);
+    flush_tiny (q);
+    acc += m->w[c] * sum + m->w[c + 1] * sum2;
+  }
+  for (; c < nch; c++) {
     KState *k = &m->k[c];
     double s10 = k->s1[0], s11 = k->s1[1], s20 = k->s2[0], s21 = k->s2[1];
     double sum = 0.0;
     for (size_t i = 0; i < n; i++) {
       double in = x[i * nch + c];
-      /* stage 1: high shelf (transposed direct form II) */
-      double y1 = b10 * in + s10;
-      s10 = b11 * in - a11 * y1 + s11;
-      s11 = b12 * in - a12 * y1;
-      /* stage 2: RLB high-pass, b = [1, -2, 1] */
-      double y2 = y1 + s20;
-      s20 = -2.0 * y1 - a21 * y2 + s21;
-      s21 = y1 - a22 * y2;
-      sum += y2 * y2;
+      KSTEP (in, s10, s11, s20, s21, sum);
     }
-    /* flush tiny states: no denormals through digital silence */
-    if (fabs (s10) < 1e-25 && fabs (s11) < 1e-25 && fabs (s20) < 1e-25
-        && fabs (s21) < 1e-25)
-      s10 = s11 = s20 = s21 = 0.0;
     k->s1[0] = s10;
     k->s1[1] = s11;
     k->s2[0] = s20;
     k->s2[1] = s21;
-    acc += wc * sum;
+    flush_tiny (k);
+    acc += m->w[c] * sum;
   }
   m->acc += acc;
 }

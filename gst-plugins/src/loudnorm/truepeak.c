@@ -25,9 +25,11 @@ static const float tp_coef[LN_TP_PHASES][LN_TP_TAPS] = {
       0.0332031250000f, -0.0196533203125f, 0.0109863281250f, 0.0017089843750f},
 };
 
-/* Reversed copies so that the inner loop walks memory forwards:
- * y_p[n] = sum_k rc[p][k] * x[n-11+k]. */
-static float rc[LN_TP_PHASES][LN_TP_TAPS];
+/* The four phases side by side, taps reversed so that the loop walks memory
+ * forwards: y_p[n] = sum_k rc[k][p] * x[n-11+k]; one 4-lane multiply-add per
+ * tap computes all phases (GCC/Clang vector extension). */
+typedef float v4f __attribute__ ((vector_size (16)));
+static v4f rc[LN_TP_TAPS];
 static int rc_ready;
 
 struct LnTruePeak
@@ -44,7 +46,7 @@ init_rc (void)
     return;
   for (int p = 0; p < LN_TP_PHASES; p++)
     for (int k = 0; k < LN_TP_TAPS; k++)
-      rc[p][k] = tp_coef[p][LN_TP_TAPS - 1 - k];
+      rc[k][p] = tp_coef[p][LN_TP_TAPS - 1 - k];
   rc_ready = 1;
 }
 
@@ -85,13 +87,13 @@ static inline float
 fir_peak (const float *w)
 {
   /* w points at x[n-11]; returns max over phases of |y_p[n]| */
+  v4f acc = { 0.0f, 0.0f, 0.0f, 0.0f };
+  for (int k = 0; k < LN_TP_TAPS; k++)
+    acc += rc[k] * w[k];
   float m = 0.0f;
   for (int p = 0; p < LN_TP_PHASES; p++) {
-    float acc = 0.0f;
-    for (int k = 0; k < LN_TP_TAPS; k++)
-      acc += rc[p][k] * w[k];
-    acc = fabsf (acc);
-    m = acc > m ? acc : m;
+    float a = fabsf (acc[p]);
+    m = a > m ? a : m;
   }
   return m;
 }
@@ -127,7 +129,7 @@ ln_tp_process (LnTruePeak * tp, const float *x, size_t frames,
         amax = a > amax ? a : amax;
       }
     }
-    if (amax * LN_TP_GAIN_BOUND < skip_below) {
+    if (amax * LN_TP_GAIN_BOUND <= skip_below) {
       /* no interpolated value can reach skip_below: sample peaks only */
       for (unsigned c = 0; c < nch; c++) {
         const float *l = tp->lin + c * stride;
