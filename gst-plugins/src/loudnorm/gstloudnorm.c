@@ -314,6 +314,10 @@ gst_loudnorm_setup (GstAudioFilter * filter, const GstAudioInfo * info)
     return FALSE;
   }
   reset_state (self);
+  GST_OBJECT_LOCK (self);
+  self->latency = gst_util_uint64_scale_round (ln_limiter_delay
+      (self->limiter), GST_SECOND, rate);
+  GST_OBJECT_UNLOCK (self);
   GST_INFO_OBJECT (self, "%u Hz, %u channels, latency %u frames", rate, ch,
       ln_limiter_delay (self->limiter));
   return TRUE;
@@ -473,6 +477,8 @@ gst_loudnorm_transform_ip (GstBaseTransform * trans, GstBuffer * buf)
   if (!self->limiter)
     return GST_FLOW_NOT_NEGOTIATED;
 
+  if (GST_BUFFER_PTS_IS_VALID (buf))
+    gst_object_sync_values (GST_OBJECT (self), GST_BUFFER_PTS (buf));
   apply_properties (self, &post, &interval);
   interval_frames = MAX (1, gst_util_uint64_scale_round (interval, self->rate,
           GST_SECOND));
@@ -592,9 +598,9 @@ gst_loudnorm_query (GstBaseTransform * trans, GstPadDirection direction,
     if (!gst_pad_peer_query (GST_BASE_TRANSFORM_SINK_PAD (trans), query))
       return FALSE;
     gst_query_parse_latency (query, &live, &min, &max);
-    if (self->limiter && self->rate)
-      ours = gst_util_uint64_scale_round (ln_limiter_delay (self->limiter),
-          GST_SECOND, self->rate);
+    GST_OBJECT_LOCK (self);
+    ours = self->latency;
+    GST_OBJECT_UNLOCK (self);
     min += ours;
     if (GST_CLOCK_TIME_IS_VALID (max))
       max += ours;

@@ -24,6 +24,7 @@ struct _GstLoudnorm
   gdouble max_gain;
   gboolean post_messages;
   guint64 interval;
+  GstClockTime latency;         /* ours, set at caps; under the object lock */
 
   /* streaming state */
   guint rate, channels;

@@ -26,7 +26,7 @@ void ln_tp_reset (LnTruePeak * tp);
  * receives the peak (linear, max over channels of the 4 interpolated phases
  * and of the sample itself, |x[i-6]|) detected when frame i arrived.
  * Stretches of LN_TP_SUB frames where even the bound
- * LN_TP_GAIN_BOUND * max|x| stays below skip_below are not filtered: their
+ * LN_TP_GAIN_BOUND * max|x| does not exceed skip_below are not filtered: their
  * per_frame values are then only the (lower) sample peaks.
  * Returns the largest value found in the call (same lower-bound caveat). */
 float ln_tp_process (LnTruePeak * tp, const float *x, size_t frames,
