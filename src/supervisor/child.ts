@@ -59,7 +59,9 @@ export function launchChild(options: LaunchOptions): ChildProcess {
     stderr: 'pipe',
     buffer: false,
     detached: true, // own process group: a Ctrl-C meant for the engine does not reach the child
-    cleanup: true,
+    // Not execa's cleanup: it hooks SIGTERM and would kill the child before the supervisor can
+    // end it with EOS. pdeathsig (above) covers an engine that dies without stopping it.
+    cleanup: false,
     forceKillAfterDelay: false,
     env: options.env,
     extendEnv: true,

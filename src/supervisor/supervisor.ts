@@ -5,9 +5,9 @@
 import type { Logger } from 'pino';
 import type { ChildProcess, LaunchOptions } from './child.js';
 import { backoffDelay, nextAttempt, type BackoffPolicy } from './backoff.js';
-import { classifyExit, lastErrorLine } from './exit.js';
+import { classifyExit } from './exit.js';
 import { RingBuffer } from './ring-buffer.js';
-import { transition, type Action, type ChildEvent, type ChildState, type Desired } from './state.js';
+import { MIN_CLEAN_RUN_MS, transition, type Action, type ChildEvent, type ChildState, type Desired } from './state.js';
 
 export interface SupervisorDeps {
   launch: (options: LaunchOptions) => ChildProcess;
@@ -173,7 +173,8 @@ export class PipelineSupervisor {
       onStderrLine: (line) => {
         this.output.push(line);
         this.recentStderr.push(line);
-        if (line.trim() !== '') this.log.warn({ stream: 'stderr' }, line);
+        // While stopping, an idle graph's complaints about an early EOS are expected, not warnings.
+        if (line.trim() !== '') this.log[this.state === 'stopping' ? 'info' : 'warn']({ stream: 'stderr' }, line);
       },
     });
     this.child = child;
@@ -191,15 +192,16 @@ export class PipelineSupervisor {
       : classifyExit({ exitCode, signal, stderr });
     this.exitCode = exitCode ?? null;
     this.exitSignal = signal ?? null;
-    if (cls.kind !== 'clean') this.lastError = cls.reason;
-    else if (this.desired === 'run') this.lastError = lastErrorLine(stderr) ?? this.lastError;
     const wanted = this.desired === 'run';
+    const instantEnd = cls.kind === 'clean' && ranMs < MIN_CLEAN_RUN_MS;
+    if (wanted && cls.kind !== 'clean') this.lastError = cls.reason;
+    if (wanted && instantEnd) this.lastError = `the stream ended ${ranMs} ms after the child started`;
     this.log[wanted && cls.kind !== 'clean' ? 'warn' : 'info'](
-      { event: 'exit', exit_code: exitCode ?? null, signal: signal ?? null, ran_ms: ranMs, class: cls.kind },
-      `pipeline ${this.id}: child exited (${signal ?? `code ${String(exitCode)}`})${cls.kind === 'clean' ? '' : `: ${cls.reason}`}`,
+      { event: 'exit', exit_code: exitCode ?? null, signal: signal ?? null, ran_ms: ranMs, class: wanted ? cls.kind : 'stopped' },
+      `pipeline ${this.id}: child exited (${signal ?? `code ${String(exitCode)}`})${!wanted || cls.kind === 'clean' ? '' : `: ${cls.reason}`}`,
     );
     if (wanted) {
-      this.attempt = cls.kind === 'clean' ? 0 : nextAttempt(this.deps.backoff, this.attempt, ranMs);
+      this.attempt = cls.kind === 'clean' && !instantEnd ? 0 : nextAttempt(this.deps.backoff, this.attempt, ranMs);
       if (cls.kind !== 'permanent') this.restarts += 1;
     }
     this.dispatch({ type: 'exit', class: cls, ranMs });

@@ -39,6 +39,8 @@ export interface EngineProcess {
 
 export interface EngineConfigOptions {
   extraToml?: string;
+  /** Added to the engine's environment. */
+  env?: Record<string, string>;
   restPort?: number;
   dir?: string;
 }
@@ -74,7 +76,11 @@ export async function startEngine(t: Test, options: EngineConfigOptions & { conf
   const configFile = options.configFile ?? written?.file ?? '';
   const dir = path.dirname(configFile);
   const restPort = written?.restPort ?? options.restPort ?? 0;
-  const child = spawn(process.execPath, [MAIN, '--config', configFile], { stdio: ['ignore', 'pipe', 'pipe'], cwd: dir });
+  const child = spawn(process.execPath, [MAIN, '--config', configFile], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    cwd: dir,
+    env: { ...process.env, ...options.env },
+  });
   const logs: LogLine[] = [];
   const stderr: string[] = [];
   const waiters = new Set<{ predicate: (l: LogLine) => boolean; resolve: (l: LogLine) => void }>();
