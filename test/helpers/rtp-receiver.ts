@@ -95,6 +95,25 @@ export class RtpReceiver {
     };
   }
 
+  /**
+   * The received audio as interleaved stereo float samples (-1..1, 48 kHz), `skipSeconds` of the
+   * start and `tailSeconds` of the end left out.
+   */
+  interleaved(skipSeconds = 0, tailSeconds = 0): Float32Array {
+    const rate = 48000;
+    const left = this.samples[0] ?? [];
+    const right = this.samples[1] ?? [];
+    const frames = Math.min(left.length, right.length);
+    const start = Math.min(frames, Math.round(skipSeconds * rate));
+    const end = Math.max(start, frames - Math.round(tailSeconds * rate));
+    const out = new Float32Array((end - start) * 2);
+    for (let i = start, j = 0; i < end; i++, j += 2) {
+      out[j] = left[i] ?? 0;
+      out[j + 1] = right[i] ?? 0;
+    }
+    return out;
+  }
+
   /** Forgets what was received so far. */
   reset(): void {
     this.samples[0] = [];
