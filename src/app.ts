@@ -9,6 +9,7 @@ import type { Logger } from 'pino';
 import { KeyRing } from './auth/keys.js';
 import type { LoadedConfig } from './config/load.js';
 import { checkGstreamer, gstEnvironment } from './gst/environment.js';
+import { buildGrpcServer, type GrpcEdge } from './grpc/server.js';
 import { EngineHealth } from './health.js';
 import { buildRestServer } from './http/server.js';
 import { createMetrics } from './metrics/registry.js';
@@ -25,16 +26,18 @@ export interface EngineOptions {
   log: Logger;
   env?: NodeJS.ProcessEnv;
   /** Overrides of the configured ports (tests use 0 to get a free one). */
-  ports?: { rest?: number };
+  ports?: { rest?: number; grpc?: number };
 }
 
 export interface StartedEngine {
   restPort: number;
+  grpcPort: number;
 }
 
 export interface Engine {
   readonly pipelines: PipelineRegistry;
   readonly rest: FastifyInstance;
+  readonly grpc: GrpcEdge;
   start(): Promise<StartedEngine>;
   close(): Promise<void>;
 }
@@ -76,10 +79,19 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
   const health = new EngineHealth(VERSION, startedAt, () => checkGstreamer(gst));
   const metrics = createMetrics(pipelines, VERSION);
   const rest = await buildRestServer({ log, keys, health, pipelines, metrics });
+  const grpc = buildGrpcServer({
+    bind: config.server.bind,
+    log: log.child({ component: 'grpc' }),
+    keys,
+    health,
+    pipelines,
+    metricsIntervalMs: config.engine.metrics_interval_ms,
+  });
 
   return {
     pipelines,
     rest,
+    grpc,
     async start(): Promise<StartedEngine> {
       if (!keys && !isLoopback(config.server.bind)) {
         log.warn({ event: 'insecure-bind', bind: config.server.bind }, `listening on ${config.server.bind} with authentication off: anyone who reaches this host can control the engine`);
@@ -95,16 +107,18 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
       await rest.listen({ host: config.server.bind, port: options.ports?.rest ?? config.server.rest_port });
       const address = rest.server.address();
       const restPort = typeof address === 'object' && address !== null ? address.port : config.server.rest_port;
+      const grpcPort = await grpc.listen(options.ports?.grpc ?? config.server.grpc_port);
       log.info(
-        { event: 'ready', rest_port: restPort, startup_ms: Date.now() - startedAt, version: VERSION },
-        `audio-engine ${VERSION} ready in ${Date.now() - startedAt} ms: REST on ${config.server.bind}:${restPort}`,
+        { event: 'ready', rest_port: restPort, grpc_port: grpcPort, startup_ms: Date.now() - startedAt, version: VERSION },
+        `audio-engine ${VERSION} ready in ${Date.now() - startedAt} ms: REST on ${config.server.bind}:${restPort}, gRPC on port ${grpcPort}`,
       );
       await check;
       const restored = await pipelines.restore();
       log.info({ event: 'restored', restored: restored.restored, damaged: restored.damaged }, `${restored.restored} stored pipeline(s) started`);
-      return { restPort };
+      return { restPort, grpcPort };
     },
     async close(): Promise<void> {
+      await grpc.close(); // streams end first, then calls in flight (bounded), before any child stops
       await rest.close();
       await pipelines.shutdown();
     },

@@ -1,0 +1,53 @@
+/**
+ * A gRPC CreatePipelineRequest mapped to the REST JSON body shape, so the one spec validator
+ * (spec/validate.ts) judges both edges alike. Nothing is checked here: a field the request
+ * carries goes into the JSON as it is (an empty string stays "" and is rejected by the validator
+ * naming the field); a proto3 `optional` field that is absent is left out, so the validator
+ * fills its default or reports it as required; repeated `bands` are left out when empty, so an
+ * eq step without bands is "required" and a loudness step with bands names the stray field.
+ */
+import type { CreatePipelineRequest, EqBand, InputConfig, OutputConfig, ProcessingStep } from '../gen/svc/v1/engine.js';
+
+type Json = Record<string, unknown>;
+
+/** Copies the keys whose value is not undefined. */
+function present(fields: Json): Json {
+  return Object.fromEntries(Object.entries(fields).filter(([, value]) => value !== undefined));
+}
+
+function input(message: InputConfig): Json {
+  return present({ type: message.type, port: message.port, latency: message.latency });
+}
+
+function band(message: EqBand): Json {
+  return present({ freq: message.freq, gain: message.gain, q: message.q });
+}
+
+function step(message: ProcessingStep): Json {
+  return present({
+    plugin: message.plugin,
+    target: message.target,
+    true_peak: message.true_peak,
+    bands: message.bands.length > 0 ? message.bands.map(band) : undefined,
+  });
+}
+
+function output(message: OutputConfig): Json {
+  return present({
+    type: message.type,
+    host: message.host,
+    port: message.port,
+    ttl: message.ttl,
+    interface: message.interface,
+  });
+}
+
+/** The request as a REST body would carry it; validate with parsePipelineSpec(json, DOTTED). */
+export function createRequestToJson(request: CreatePipelineRequest): Json {
+  return present({
+    name: request.name,
+    input: request.input === undefined ? undefined : input(request.input),
+    processing: request.processing.map(step),
+    output: request.output === undefined ? undefined : output(request.output),
+  });
+}

@@ -1,0 +1,49 @@
+/** Engine views mapped to gRPC messages: the same fields REST returns, under the same names. */
+import type { HealthReport } from '../health.js';
+import type { PipelineSpec } from '../spec/schema.js';
+import type { PipelineView } from '../supervisor/registry.js';
+import type { HealthResponse, Pipeline, ProcessingStep } from '../gen/svc/v1/engine.js';
+
+export function healthToProto(report: HealthReport): HealthResponse {
+  return { status: report.status, version: report.version, uptime: report.uptime, reason: report.reason ?? '' };
+}
+
+function stepToProto(step: PipelineSpec['processing'][number]): ProcessingStep {
+  switch (step.plugin) {
+    case 'loudness-normalize':
+      return { plugin: step.plugin, target: step.target, true_peak: step.true_peak, bands: [] };
+    case 'eq':
+      return { plugin: step.plugin, bands: step.bands.map((b) => ({ freq: b.freq, gain: b.gain, q: b.q })) };
+  }
+}
+
+/** null (REST) becomes an absent optional field. */
+function opt<T>(value: T | null): T | undefined {
+  return value === null ? undefined : value;
+}
+
+export function pipelineToProto(view: PipelineView): Pipeline {
+  return {
+    id: view.id,
+    name: view.name,
+    status: view.status,
+    created_at: view.created_at,
+    input: { type: view.input.type, port: view.input.port, latency: view.input.latency },
+    processing: view.processing.map(stepToProto),
+    output: {
+      type: view.output.type,
+      host: view.output.host,
+      port: view.output.port,
+      ttl: view.output.ttl,
+      interface: view.output.interface,
+    },
+    state: view.state,
+    pid: opt(view.pid),
+    restarts: view.restarts,
+    last_error: opt(view.last_error),
+    exit_code: opt(view.exit_code),
+    exit_signal: opt(view.exit_signal),
+    state_since: view.state_since,
+    next_retry_at: opt(view.next_retry_at),
+  };
+}
