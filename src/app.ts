@@ -74,6 +74,8 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
       now: Date.now,
       stopBounds: { eosMs: 3000, termMs: 2000 },
       logLines: 2000,
+      statsIntervalMs: config.engine.metrics_interval_ms,
+      stallAfterMs: Math.max(5000, 5 * config.engine.metrics_interval_ms),
     },
   });
   const health = new EngineHealth(VERSION, startedAt, () => checkGstreamer(gst));

@@ -2,11 +2,13 @@
  *
  *   loudnorm      EBU R128 loudness normaliser with a true-peak limiter
  *   parametriceq  cascade of RBJ peaking biquads
+ *   pipelinestats reads its sibling elements' counters and posts them as one message
  */
 #include <gst/gst.h>
 
 GST_ELEMENT_REGISTER_DECLARE (loudnorm);
 GST_ELEMENT_REGISTER_DECLARE (parametriceq);
+GST_ELEMENT_REGISTER_DECLARE (pipelinestats);
 
 static gboolean
 plugin_init (GstPlugin * plugin)
@@ -15,6 +17,7 @@ plugin_init (GstPlugin * plugin)
 
   ok |= GST_ELEMENT_REGISTER (loudnorm, plugin);
   ok |= GST_ELEMENT_REGISTER (parametriceq, plugin);
+  ok |= GST_ELEMENT_REGISTER (pipelinestats, plugin);
   return ok;
 }
 

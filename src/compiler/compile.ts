@@ -4,7 +4,11 @@
  * only validated numbers, enum values and addresses, each property its own argv token.
  *
  *   srtsrc (listener) ! decodebin ! audioconvert ! audioresample ! F32 48 kHz stereo
- *     ! queue ! <processing steps in order> ! audioconvert ! rtpL24pay (1 ms) ! udpsink
+ *     ! queue ! level ! <processing steps in order> ! audioconvert ! rtpL24pay (1 ms) ! udpsink
+ *   pipelinestats (unlinked: reads the counters of src, buffer, pay and out every interval)
+ *
+ * `level` measures the input (after decoding, before processing); loudnorm reports loudness in
+ * and out. Element names are fixed: the statistics parser and pipelinestats rely on them.
  */
 import type { PipelineSpec, ProcessingStep } from '../spec/schema.js';
 import { CAPS, element } from './elements.js';
@@ -41,6 +45,7 @@ export function compileStep(step: ProcessingStep, index: number, options: Compil
 /** The whole argv after the gst-launch-1.0 binary. */
 export function compilePipeline(spec: PipelineSpec, options: CompileOptions): string[] {
   const link = '!';
+  const interval = options.statsIntervalMs * MS;
   const stages: string[][] = [
     element('srtsrc', {
       name: 'src',
@@ -57,6 +62,7 @@ export function compilePipeline(spec: PipelineSpec, options: CompileOptions): st
     element('audioresample', { name: 'resample' }),
     [CAPS.processingFormat],
     element('queue', { name: 'buffer', 'max-size-time': 200 * MS, 'max-size-buffers': 0, 'max-size-bytes': 0 }),
+    element('level', { name: 'level', interval, 'post-messages': true }),
     ...spec.processing.map((step, index) => compileStep(step, index, options)),
     element('audioconvert', { name: 'outconvert' }),
     element('rtpL24pay', { name: 'pay', pt: 96, 'min-ptime': 1 * MS, 'max-ptime': 1 * MS }),
@@ -71,6 +77,7 @@ export function compilePipeline(spec: PipelineSpec, options: CompileOptions): st
       async: false,
     }),
   ];
-  const description = stages.flatMap((tokens, i) => (i === 0 ? tokens : [link, ...tokens]));
-  return [...GST_LAUNCH_OPTIONS, ...description];
+  const chain = stages.flatMap((tokens, i) => (i === 0 ? tokens : [link, ...tokens]));
+  const stats = element('pipelinestats', { name: 'stats', interval, source: 'src', buffer: 'buffer', payloader: 'pay', sink: 'out' });
+  return [...GST_LAUNCH_OPTIONS, ...chain, ...stats];
 }

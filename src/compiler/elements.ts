@@ -45,6 +45,8 @@ export const ELEMENTS = {
     'max-size-buffers': int(0, U32),
     'max-size-bytes': int(0, U32),
   },
+  level: { name, interval: int(10_000_000, I64_NS), 'post-messages': bool },
+  pipelinestats: { name, interval: int(10_000_000, I64_NS), source: name, buffer: name, payloader: name, sink: name },
   loudnorm: { name, target: num(-70, -5), 'true-peak': num(-9, 0), interval: int(10_000_000, I64_NS) },
   parametriceq: { name, bands: { kind: 'eq-bands' } },
   rtpL24pay: { name, pt: int(96, 127), 'min-ptime': int(0, I64_NS), 'max-ptime': int(-1, I64_NS) },

@@ -6,6 +6,7 @@
 import { collectDefaultMetrics, Counter, Gauge, Registry } from 'prom-client';
 import type { PipelineRegistry } from '../supervisor/registry.js';
 import type { ChildState } from '../supervisor/state.js';
+import { registerPipelineMetrics } from './pipeline-metrics.js';
 import { readProcessStats, type ProcessStats } from './process-stats.js';
 
 const STATES: readonly ChildState[] = ['starting', 'running', 'exited', 'backoff', 'failed', 'stopping', 'stopped'];
@@ -13,6 +14,11 @@ const STATES: readonly ChildState[] = ['starting', 'running', 'exited', 'backoff
 export function createMetrics(pipelines: PipelineRegistry, version: string): Registry {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: 'audio_engine_' });
+  // Gauges named *_total break the exposition conventions (promtool: "non-counter metrics should
+  // not have _total suffix"); the same counts remain, by type, in the series without the suffix.
+  for (const name of ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total']) {
+    registry.removeSingleMetric(`audio_engine_${name}`);
+  }
 
   new Gauge({
     name: 'audio_engine_info',
@@ -46,6 +52,20 @@ export function createMetrics(pipelines: PipelineRegistry, version: string): Reg
       this.reset();
       for (const { record, supervisor } of pipelines.entries()) {
         this.set({ pipeline_id: record.id }, supervisor.snapshot().state === 'running' ? 1 : 0);
+      }
+    },
+  });
+
+  new Gauge({
+    name: 'audio_engine_pipeline_state',
+    help: 'State of the pipeline child: 1 for the current state, 0 for the others.',
+    labelNames: ['pipeline_id', 'state'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const { record, supervisor } of pipelines.entries()) {
+        const current = supervisor.snapshot().state;
+        for (const state of STATES) this.set({ pipeline_id: record.id, state }, state === current ? 1 : 0);
       }
     },
   });
@@ -107,5 +127,6 @@ export function createMetrics(pipelines: PipelineRegistry, version: string): Reg
     },
   });
 
+  registerPipelineMetrics(registry, pipelines);
   return registry;
 }

@@ -10,12 +10,13 @@ import type { PortProbe } from '../net/udp-port.js';
 import type { PipelineSpec } from '../spec/schema.js';
 import { newPipelineId, PIPELINE_ID } from '../store/ids.js';
 import type { PipelineRecord, PipelineStore } from '../store/pipeline-store.js';
+import type { InputReport } from '../stats/pipeline-stats.js';
 import { PipelineSupervisor, type RuntimeInfo, type SupervisorDeps } from './supervisor.js';
 
 export type PipelineStatus = 'active' | 'failed';
 
 /** A pipeline as clients see it: the record, the status and its child's runtime facts. */
-export interface PipelineView extends RuntimeInfo {
+export interface PipelineView extends RuntimeInfo, InputReport {
   id: string;
   name: string;
   status: PipelineStatus;
@@ -166,6 +167,7 @@ export class PipelineRegistry {
       processing: record.spec.processing,
       output: record.spec.output,
       ...runtime,
+      ...supervisor.stats.report(this.options.now().getTime()),
     };
   }
 }

@@ -6,6 +6,8 @@ import type { Logger } from 'pino';
 import type { ChildProcess, LaunchOptions } from './child.js';
 import { backoffDelay, nextAttempt, type BackoffPolicy } from './backoff.js';
 import { classifyExit } from './exit.js';
+import { parseLine } from '../stats/parse-line.js';
+import { PipelineStats } from '../stats/pipeline-stats.js';
 import { RingBuffer } from './ring-buffer.js';
 import { MIN_CLEAN_RUN_MS, transition, type Action, type ChildEvent, type ChildState, type Desired } from './state.js';
 
@@ -21,6 +23,10 @@ export interface SupervisorDeps {
   stopBounds: { eosMs: number; termMs: number };
   /** Lines of child output kept per pipeline. */
   logLines: number;
+  /** Period of the child's statistics, ms. */
+  statsIntervalMs: number;
+  /** A running child that sends no statistics this long is stalled and restarted. */
+  stallAfterMs: number;
 }
 
 export interface RuntimeInfo {
@@ -56,8 +62,11 @@ export class PipelineSupervisor {
   private readonly output: RingBuffer<string>;
   private readonly recentStderr = new RingBuffer<string>(40);
   private readonly log: Logger;
-  /** Called for every stdout line of the child (statistics parsers subscribe here). */
-  onStdoutLine: ((line: string) => void) | undefined;
+  private watchdog: NodeJS.Timeout | undefined;
+  /** Why the supervisor itself killed the child, to report instead of the signal. */
+  private killReason: string | undefined;
+  /** Statistics of the current child (a fresh object for every child). */
+  stats: PipelineStats;
 
   constructor(
     readonly id: string,
@@ -67,6 +76,7 @@ export class PipelineSupervisor {
     this.stateSince = deps.now();
     this.output = new RingBuffer<string>(deps.logLines);
     this.log = deps.log.child({ pipeline_id: id });
+    this.stats = new PipelineStats(deps.statsIntervalMs);
   }
 
   start(): void {
@@ -157,18 +167,21 @@ export class PipelineSupervisor {
   private spawn(): void {
     this.childStartedAt = this.deps.now();
     this.recentStderr.clear(); // the exit of this run is judged on this run's output only
+    this.killReason = undefined;
+    const stats = new PipelineStats(this.deps.statsIntervalMs);
+    this.stats = stats;
     const child = this.deps.launch({
       command: this.deps.command,
       args: this.args,
       env: this.deps.env,
       onStdoutLine: (line) => {
         if (BUS_MESSAGE.test(line)) {
-          this.onStdoutLine?.(line);
+          const event = parseLine(line);
+          if (event !== undefined) stats.apply(event, this.deps.now());
           return;
         }
         this.output.push(line);
         if (READY.test(line) && this.child === child) this.dispatch({ type: 'ready' });
-        this.onStdoutLine?.(line);
       },
       onStderrLine: (line) => {
         this.output.push(line);
@@ -178,18 +191,47 @@ export class PipelineSupervisor {
       },
     });
     this.child = child;
+    this.startWatchdog(child, stats);
     this.log.info({ event: 'spawn', pid: child.pid, restarts: this.restarts }, `pipeline ${this.id}: child started`);
     void child.exited.then((exit) => this.onExit(child, exit.exitCode, exit.signal, exit.spawnError));
+  }
+
+  /**
+   * Only real progress (a statistics message, which the child posts every interval whether or not
+   * audio flows) counts: a child that is stopped, deadlocked or busy-looping is killed and restarted.
+   */
+  private startWatchdog(child: ChildProcess, stats: PipelineStats): void {
+    this.stopWatchdog();
+    const period = Math.max(100, Math.min(this.deps.statsIntervalMs, 1000));
+    this.watchdog = setInterval(() => {
+      if (this.child !== child || this.state !== 'running') return;
+      const since = stats.lastProgressAt ?? this.stateSince;
+      const silentMs = this.deps.now() - since;
+      if (silentMs < this.deps.stallAfterMs) return;
+      this.killReason = `stalled: no statistics from the child for ${(silentMs / 1000).toFixed(1)} s`;
+      this.log.warn({ event: 'stalled', silent_ms: silentMs }, `pipeline ${this.id}: ${this.killReason}; killing it`);
+      this.stopWatchdog();
+      child.signal('SIGKILL');
+    }, period);
+    this.watchdog.unref();
+  }
+
+  private stopWatchdog(): void {
+    if (this.watchdog !== undefined) clearInterval(this.watchdog);
+    this.watchdog = undefined;
   }
 
   private onExit(child: ChildProcess, exitCode: number | undefined, signal: string | undefined, spawnError: string | undefined): void {
     if (this.child !== child) return;
     this.child = undefined;
+    this.stopWatchdog();
     const ranMs = this.deps.now() - this.childStartedAt;
     const stderr = this.recentStderr.last();
     const cls = spawnError !== undefined
       ? { kind: 'retry' as const, reason: `cannot start ${this.deps.command}: ${spawnError}` }
-      : classifyExit({ exitCode, signal, stderr });
+      : this.killReason !== undefined
+        ? { kind: 'retry' as const, reason: this.killReason }
+        : classifyExit({ exitCode, signal, stderr });
     this.exitCode = exitCode ?? null;
     this.exitSignal = signal ?? null;
     const wanted = this.desired === 'run';

@@ -1,0 +1,79 @@
+/**
+ * Per-pipeline audio and transport metrics, read at scrape time from each pipeline's latest
+ * statistics (level, loudnorm and pipelinestats messages of its child). A pipeline whose child
+ * has not reported yet has no such series; a deleted pipeline's series vanish at the next scrape.
+ */
+import { Counter, Gauge, type Registry } from 'prom-client';
+import type { PipelineRegistry } from '../supervisor/registry.js';
+import type { PipelineStats } from '../stats/pipeline-stats.js';
+
+type Labels = Record<string, string>;
+type Reading = [Labels, number][];
+
+export function registerPipelineMetrics(registry: Registry, pipelines: PipelineRegistry, now: () => number = Date.now): void {
+  const each = (read: (id: string, stats: PipelineStats) => Reading): Reading =>
+    [...pipelines.entries()].flatMap(({ record, supervisor }) => read(record.id, supervisor.stats));
+
+  const gauge = (name: string, help: string, labelNames: string[], read: (id: string, stats: PipelineStats) => Reading): void => {
+    new Gauge({
+      name, help, labelNames, registers: [registry],
+      collect() {
+        this.reset();
+        for (const [labels, value] of each(read)) this.set(labels, value);
+      },
+    });
+  };
+  const counter = (name: string, help: string, labelNames: string[], read: (id: string, stats: PipelineStats) => Reading): void => {
+    new Counter({
+      name, help, labelNames, registers: [registry],
+      collect() {
+        this.reset();
+        for (const [labels, value] of each(read)) this.inc(labels, Math.max(0, value));
+      },
+    });
+  };
+
+  const perChannel = (values: number[] | undefined, id: string): Reading =>
+    (values ?? []).map((db, channel) => [{ pipeline_id: id, channel: String(channel) }, db]);
+  gauge('audio_engine_pipeline_input_rms_dbfs', 'RMS level of the decoded input per channel over the last interval, dBFS.', ['pipeline_id', 'channel'],
+    (id, s) => perChannel(s.level?.rmsDb, id));
+  gauge('audio_engine_pipeline_input_peak_dbfs', 'Sample peak of the decoded input per channel over the last interval, dBFS.', ['pipeline_id', 'channel'],
+    (id, s) => perChannel(s.level?.peakDb, id));
+  gauge('audio_engine_pipeline_silence_seconds', 'How long the input has been silent (below -60 dBFS RMS) or absent, seconds.', ['pipeline_id'],
+    (id, s) => [[{ pipeline_id: id }, s.silenceSeconds(now())]]);
+
+  const loudness = (pick: (e: NonNullable<ReturnType<PipelineStats['loudness']['get']>>) => [string, number][]) =>
+    (id: string, s: PipelineStats): Reading =>
+      [...s.loudness.values()].flatMap((e) => pick(e).map(([stage, v]): [Labels, number] => [{ pipeline_id: id, step: e.element, stage }, v]));
+  const lk = ['pipeline_id', 'step', 'stage'];
+  gauge('audio_engine_pipeline_loudness_momentary_lufs', 'Momentary loudness (400 ms), LUFS; stage input or output of the loudness step.', lk,
+    loudness((e) => [['input', e.inputMomentary], ['output', e.outputMomentary]]));
+  gauge('audio_engine_pipeline_loudness_short_term_lufs', 'Short-term loudness (3 s), LUFS.', lk,
+    loudness((e) => [['input', e.inputShortTerm], ['output', e.outputShortTerm]]));
+  gauge('audio_engine_pipeline_loudness_integrated_lufs', 'Integrated (gated) loudness since the child started, LUFS.', lk,
+    loudness((e) => [['input', e.inputIntegrated], ['output', e.outputIntegrated]]));
+  gauge('audio_engine_pipeline_true_peak_dbtp', 'Highest true peak since the child started, dBTP.', lk,
+    loudness((e) => [['input', e.inputTruePeak], ['output', e.outputTruePeak]]));
+  gauge('audio_engine_pipeline_loudness_range_lu', 'Loudness range (EBU Tech 3342) of the input, LU.', ['pipeline_id', 'step'],
+    (id, s) => [...s.loudness.values()].map((e) => [{ pipeline_id: id, step: e.element }, e.inputLoudnessRange]));
+  gauge('audio_engine_pipeline_gain_db', 'Gain the loudness step applies now, dB.', ['pipeline_id', 'step'],
+    (id, s) => [...s.loudness.values()].map((e) => [{ pipeline_id: id, step: e.element }, e.gain]));
+
+  const srt = (pick: (x: NonNullable<NonNullable<PipelineStats['transport']>['srt']>) => number) =>
+    (id: string, s: PipelineStats): Reading => (s.transport?.srt === undefined ? [] : [[{ pipeline_id: id }, pick(s.transport.srt)]]);
+  gauge('audio_engine_pipeline_srt_connected', '1 while an SRT caller is connected to the input.', ['pipeline_id'], srt((x) => (x.connected ? 1 : 0)));
+  gauge('audio_engine_pipeline_srt_rtt_seconds', 'SRT round-trip time, seconds.', ['pipeline_id'], srt((x) => x.rttMs / 1000));
+  gauge('audio_engine_pipeline_srt_receive_rate_bytes_per_second', 'SRT receive rate, bytes per second.', ['pipeline_id'], srt((x) => (x.receiveRateMbps * 1e6) / 8));
+  counter('audio_engine_pipeline_srt_packets_received_total', 'SRT packets received on the current connection.', ['pipeline_id'], srt((x) => x.packetsReceived));
+  counter('audio_engine_pipeline_srt_packets_lost_total', 'SRT packets lost on the current connection.', ['pipeline_id'], srt((x) => x.packetsLost));
+  counter('audio_engine_pipeline_srt_packets_retransmitted_total', 'SRT packets retransmitted on the current connection.', ['pipeline_id'], srt((x) => x.packetsRetransmitted));
+  counter('audio_engine_pipeline_srt_packets_dropped_total', 'SRT packets dropped (too late) on the current connection.', ['pipeline_id'], srt((x) => x.packetsDropped));
+  counter('audio_engine_pipeline_srt_received_bytes_total', 'SRT payload bytes received on the current connection.', ['pipeline_id'], srt((x) => x.bytesReceived));
+
+  gauge('audio_engine_pipeline_buffer_fill_ratio', 'Fill of the pipeline buffer (queue) before processing, 0 to 1.', ['pipeline_id'],
+    (id, s) => (s.transport?.buffer === undefined ? [] : [[{ pipeline_id: id }, s.transport.buffer.fill]]));
+  counter('audio_engine_pipeline_output_packets_total', 'RTP packets sent by the current child.', ['pipeline_id'],
+    (id, s) => (s.transport?.output === undefined ? [] : [[{ pipeline_id: id }, s.transport.output.packets]]));
+  counter('audio_engine_pipeline_output_bytes_total', 'RTP bytes sent by the current child.', ['pipeline_id'],
+    (id, s) => (s.transport?.output === undefined ? [] : [[{ pipeline_id: id }, s.transport.output.bytes]]));
+}

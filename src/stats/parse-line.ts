@@ -1,0 +1,127 @@
+/**
+ * Child output lines → typed statistics events. The element messages are the versioned contract
+ * between our C elements and this parser (docs/elements-*.md). Partial lines, stderr noise,
+ * unknown messages and garbage give undefined; nothing here throws.
+ */
+import { parseStructure, type GstStructure, type GstValue } from './gst-structure.js';
+
+export interface LevelEvent {
+  kind: 'level';
+  element: string;
+  rmsDb: number[];
+  peakDb: number[];
+}
+
+export interface LoudnessEvent {
+  kind: 'loudnorm';
+  element: string;
+  inputMomentary: number;
+  inputShortTerm: number;
+  inputIntegrated: number;
+  inputLoudnessRange: number;
+  inputTruePeak: number;
+  gain: number;
+  outputMomentary: number;
+  outputShortTerm: number;
+  outputIntegrated: number;
+  outputTruePeak: number;
+}
+
+export interface PipelineStatsEvent {
+  kind: 'pipelinestats';
+  element: string;
+  srt?: {
+    connected: boolean;
+    rttMs: number;
+    packetsReceived: number;
+    packetsLost: number;
+    packetsRetransmitted: number;
+    packetsDropped: number;
+    bytesReceived: number;
+    receiveRateMbps: number;
+    bandwidthMbps: number;
+  };
+  buffer?: { levelNs: number; maxNs: number; fill: number };
+  output?: { packets: number; bytes: number };
+}
+
+export type StatsEvent = LevelEvent | LoudnessEvent | PipelineStatsEvent;
+
+const ELEMENT_MESSAGE = /^Got message #\d+ from element "([^"]+)" \(element\): (.*)$/;
+
+const num = (s: GstStructure, field: string): number | undefined => {
+  const v = s.fields.get(field);
+  return typeof v === 'number' ? v : undefined;
+};
+const numbers = (v: GstValue | undefined): number[] | undefined =>
+  Array.isArray(v) && v.every((x): x is number => typeof x === 'number') ? v : undefined;
+
+function requireNumbers<K extends string>(s: GstStructure, map: Record<K, string>): Record<K, number> | undefined {
+  const out = {} as Record<K, number>;
+  for (const [key, field] of Object.entries(map) as [K, string][]) {
+    const value = num(s, field);
+    if (value === undefined) return undefined;
+    out[key] = value;
+  }
+  return out;
+}
+
+const LOUDNESS_FIELDS = {
+  inputMomentary: 'input-momentary',
+  inputShortTerm: 'input-short-term',
+  inputIntegrated: 'input-integrated',
+  inputLoudnessRange: 'input-loudness-range',
+  inputTruePeak: 'input-true-peak',
+  gain: 'gain',
+  outputMomentary: 'output-momentary',
+  outputShortTerm: 'output-short-term',
+  outputIntegrated: 'output-integrated',
+  outputTruePeak: 'output-true-peak',
+} as const;
+
+export function parseLine(line: string): StatsEvent | undefined {
+  const match = ELEMENT_MESSAGE.exec(line);
+  if (match?.[1] === undefined || match[2] === undefined) return undefined;
+  const element = match[1];
+  const structure = parseStructure(match[2]);
+  if (structure === undefined) return undefined;
+  switch (structure.name) {
+    case 'level': {
+      const rmsDb = numbers(structure.fields.get('rms'));
+      const peakDb = numbers(structure.fields.get('peak'));
+      if (rmsDb === undefined || peakDb === undefined) return undefined;
+      return { kind: 'level', element, rmsDb, peakDb };
+    }
+    case 'loudnorm': {
+      const values = requireNumbers(structure, LOUDNESS_FIELDS);
+      return values === undefined ? undefined : { kind: 'loudnorm', element, ...values };
+    }
+    case 'pipelinestats': {
+      const event: PipelineStatsEvent = { kind: 'pipelinestats', element };
+      const connected = structure.fields.get('srt-connected');
+      if (typeof connected === 'boolean') {
+        event.srt = {
+          connected,
+          rttMs: num(structure, 'srt-rtt-ms') ?? 0,
+          packetsReceived: num(structure, 'srt-packets-received') ?? 0,
+          packetsLost: num(structure, 'srt-packets-lost') ?? 0,
+          packetsRetransmitted: num(structure, 'srt-packets-retransmitted') ?? 0,
+          packetsDropped: num(structure, 'srt-packets-dropped') ?? 0,
+          bytesReceived: num(structure, 'srt-bytes-received') ?? 0,
+          receiveRateMbps: num(structure, 'srt-receive-rate-mbps') ?? 0,
+          bandwidthMbps: num(structure, 'srt-bandwidth-mbps') ?? 0,
+        };
+      }
+      const levelNs = num(structure, 'buffer-level-time');
+      const maxNs = num(structure, 'buffer-max-time');
+      const fill = num(structure, 'buffer-fill');
+      if (levelNs !== undefined && maxNs !== undefined && fill !== undefined) event.buffer = { levelNs, maxNs, fill };
+      const packets = num(structure, 'output-packets');
+      const bytes = num(structure, 'output-bytes');
+      if (packets !== undefined && bytes !== undefined) event.output = { packets, bytes };
+      return event;
+    }
+    default:
+      return undefined;
+  }
+}

@@ -1,0 +1,80 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import t from 'tap';
+import { parseStructure } from '../../src/stats/gst-structure.js';
+import { parseLine, type StatsEvent } from '../../src/stats/parse-line.js';
+
+const fixtures = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../fixtures/gst-launch-1.22');
+const ROOT = path.resolve(fixtures, '../../..');
+
+void t.test('level messages of a real run', async (t) => {
+  const lines = readFileSync(path.join(fixtures, 'level.stdout'), 'utf8').split('\n');
+  const events = lines.map(parseLine).filter((e): e is StatsEvent => e !== undefined);
+  t.equal(events.length, 24, 'one event per level message, nothing from the other lines');
+  const first = events[0];
+  t.equal(first?.kind, 'level');
+  if (first?.kind !== 'level') return;
+  t.equal(first.element, 'level0');
+  t.equal(first.rmsDb.length, 2);
+  t.ok(Math.abs((first.rmsDb[0] ?? 0) - -4.9489804397817929) < 1e-12, 'audiotestsrc default sine at 0.8: -4.95 dBFS RMS');
+  t.ok(Math.abs((first.peakDb[1] ?? 0) - -1.9386641491007353) < 1e-12);
+});
+
+void t.test('loudnorm messages as documented (captured lines in docs/elements-loudnorm.md)', async (t) => {
+  const doc = readFileSync(path.join(ROOT, 'docs', 'elements-loudnorm.md'), 'utf8');
+  const lines = doc.split('\n').filter((l) => l.startsWith('Got message #') && l.includes('(element): loudnorm,'));
+  t.ok(lines.length >= 1, 'the doc carries real lines');
+  for (const line of lines) {
+    const event = parseLine(line);
+    t.equal(event?.kind, 'loudnorm', line.slice(0, 60));
+    if (event?.kind !== 'loudnorm') continue;
+    for (const value of Object.values(event)) if (typeof value === 'number') t.ok(Number.isFinite(value));
+    t.ok(event.outputIntegrated > -30 && event.outputIntegrated < -15);
+  }
+});
+
+void t.test('structures: strings, escapes, arrays, booleans', async (t) => {
+  const s = parseStructure('x, a=(string)"he said \\"hi\\", ok", b=(boolean)true, c=(GValueArray)< -1.5, -inf >, d=(guint64)18446744073709551615, e=(string)bare\\ word, f=(int){ 1, 2 };');
+  t.ok(s);
+  t.equal(s?.fields.get('a'), 'he said "hi", ok');
+  t.equal(s?.fields.get('b'), true);
+  t.same(s?.fields.get('c'), [-1.5, Number.NEGATIVE_INFINITY]);
+  t.equal(s?.fields.get('d'), 18446744073709551615);
+  t.equal(s?.fields.get('e'), 'bare word');
+  t.same(s?.fields.get('f'), [1, 2]);
+  t.equal(parseStructure('bad name, a=(int)1'), undefined);
+  t.equal(parseStructure('x, a=(int)"unterminated'), undefined);
+  t.same([...(parseStructure('only-a-name;')?.fields ?? [])], []);
+});
+
+void t.test('never throws on garbage, truncation or interleaved stderr', async (t) => {
+  const real = readFileSync(path.join(fixtures, 'level.stdout'), 'utf8').split('\n');
+  const doc = readFileSync(path.join(ROOT, 'docs', 'elements-loudnorm.md'), 'utf8').split('\n').filter((l) => l.startsWith('Got message #'));
+  const corpus = [...real, ...doc];
+  let seed = 12345;
+  const random = (): number => {
+    seed = (seed * 1103515245 + 12345) & 0x7fffffff;
+    return seed / 0x7fffffff;
+  };
+  let parsed = 0;
+  for (let i = 0; i < 20000; i++) {
+    const base = corpus[Math.floor(random() * corpus.length)] ?? '';
+    let line: string;
+    switch (i % 4) {
+      case 0: line = base.slice(0, Math.floor(random() * base.length)); break; // truncated
+      case 1: { // a byte changed
+        const at = Math.floor(random() * base.length);
+        line = base.slice(0, at) + String.fromCharCode(Math.floor(random() * 128)) + base.slice(at + 1);
+        break;
+      }
+      case 2: line = Array.from({ length: Math.floor(random() * 200) }, () => String.fromCharCode(Math.floor(random() * 256))).join(''); break;
+      default: line = base.slice(0, Math.floor(random() * base.length)) + 'ERROR: from element /GstPipeline:pipeline0: x' ; // interleaved
+    }
+    if (parseLine(line) !== undefined) parsed++;
+  }
+  t.pass(`20000 mangled lines, none threw (${parsed} still parsed)`);
+  t.equal(parseLine(''), undefined);
+  t.equal(parseLine('Got message #1 from element "x" (element): level, rms=(GValueArray)< 1, '), undefined, 'a partial line');
+  t.equal(parseLine('Got message #1 from element "x" (element): unknownthing, a=(int)1;'), undefined, 'an unknown message');
+});
