@@ -340,15 +340,6 @@ get_count (const GstStructure * s, const gchar * field)
   }
 }
 
-/* Receiver-side counter names first (not in 1.22), then what 1.22 has. */
-static guint64
-get_count_first_of (const GstStructure * s, const gchar * a, const gchar * b)
-{
-  if (gst_structure_has_field (s, a))
-    return get_count (s, a);
-  return get_count (s, b);
-}
-
 typedef struct
 {
   gboolean connected;
@@ -376,10 +367,11 @@ srt_add_socket (SrtStats * st, const GstStructure * s)
   st->connected = TRUE;
   st->packets_received += get_count (s, "packets-received");
   st->packets_lost += get_count (s, "packets-received-lost");
-  st->packets_retransmitted += get_count_first_of (s,
-      "packets-received-retransmitted", "packets-retransmitted");
-  st->packets_dropped += get_count_first_of (s,
-      "packets-received-dropped", "packets-sent-dropped");
+  /* receiver side; srtsrc 1.22 does not have these two (its
+   * "packets-retransmitted" and "packets-sent-dropped" are SRT's sender-side
+   * counters), so they stay 0 there */
+  st->packets_retransmitted += get_count (s, "packets-received-retransmitted");
+  st->packets_dropped += get_count (s, "packets-received-dropped");
   st->bytes_received += get_count (s, "bytes-received");
   if (get_number (s, "receive-rate-mbps", &d))
     st->receive_rate_mbps += d;
