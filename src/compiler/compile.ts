@@ -61,7 +61,7 @@ export function compilePipeline(spec: PipelineSpec, options: CompileOptions): st
     element('audioconvert', { name: 'inconvert' }),
     element('audioresample', { name: 'resample' }),
     [CAPS.processingFormat],
-    element('queue', { name: 'buffer', 'max-size-time': 200 * MS, 'max-size-buffers': 0, 'max-size-bytes': 0 }),
+    element('queue', { name: 'buffer', 'max-size-time': 1000 * MS, 'max-size-buffers': 0, 'max-size-bytes': 0 }),
     element('level', { name: 'level', interval, 'post-messages': true }),
     ...spec.processing.map((step, index) => compileStep(step, index, options)),
     element('audioconvert', { name: 'outconvert' }),

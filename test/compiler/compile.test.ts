@@ -14,12 +14,14 @@ void t.test('the exact argv of the interface example', async (t) => {
     '!', 'audioconvert', 'name=inconvert',
     '!', 'audioresample', 'name=resample',
     '!', 'audio/x-raw,format=F32LE,layout=interleaved,rate=48000,channels=2',
-    '!', 'queue', 'name=buffer', 'max-size-time=200000000', 'max-size-buffers=0', 'max-size-bytes=0',
+    '!', 'queue', 'name=buffer', 'max-size-time=1000000000', 'max-size-buffers=0', 'max-size-bytes=0',
+    '!', 'level', 'name=level', 'interval=1000000000', 'post-messages=true',
     '!', 'loudnorm', 'name=step0', 'target=-23', 'true-peak=-1', 'interval=1000000000',
     '!', 'parametriceq', 'name=step1', 'bands="100:-2:1,8000:1.5:1"',
     '!', 'audioconvert', 'name=outconvert',
     '!', 'rtpL24pay', 'name=pay', 'pt=96', 'min-ptime=1000000', 'max-ptime=1000000',
     '!', 'udpsink', 'name=out', 'host=239.69.1.1', 'port=5004', 'ttl-mc=16', 'auto-multicast=true', 'sync=true', 'async=false',
+    'pipelinestats', 'name=stats', 'interval=1000000000', 'source=src', 'buffer=buffer', 'payloader=pay', 'sink=out',
   ]);
 });
 

@@ -16,8 +16,8 @@ function sample(scrape: string, name: string, labels: Record<string, string>): n
   for (const line of scrape.split('\n')) {
     if (!line.startsWith(`${name}{`)) continue;
     const body = line.slice(name.length + 1, line.lastIndexOf('}'));
-    const found = Object.fromEntries([...body.matchAll(/(\w+)="([^"]*)"/g)].map((m) => [m[1], m[2]]));
-    if (Object.entries(labels).every(([k, v]) => found[k] === v)) return Number(line.slice(line.lastIndexOf(' ') + 1));
+    const found = new Map<string, string>([...body.matchAll(/(\w+)="([^"]*)"/g)].map((m): [string, string] => [m[1] ?? '', m[2] ?? '']));
+    if (Object.entries(labels).every(([k, v]) => found.get(k) === v)) return Number(line.slice(line.lastIndexOf(' ') + 1));
   }
   return undefined;
 }

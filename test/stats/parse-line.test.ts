@@ -40,7 +40,7 @@ void t.test('structures: strings, escapes, arrays, booleans', async (t) => {
   t.equal(s?.fields.get('a'), 'he said "hi", ok');
   t.equal(s?.fields.get('b'), true);
   t.same(s?.fields.get('c'), [-1.5, Number.NEGATIVE_INFINITY]);
-  t.equal(s?.fields.get('d'), 18446744073709551615);
+  t.equal(s?.fields.get('d'), 2 ** 64, 'guint64 max, as the nearest double');
   t.equal(s?.fields.get('e'), 'bare word');
   t.same(s?.fields.get('f'), [1, 2]);
   t.equal(parseStructure('bad name, a=(int)1'), undefined);
