@@ -11,7 +11,7 @@ import { runCommand } from '../supervisor/child.js';
 export const REQUIRED_ELEMENTS = [
   'srtsrc', 'decodebin', 'audioconvert', 'audioresample', 'queue', 'rtpL24pay', 'udpsink',
 ] as const;
-export const OWN_ELEMENTS = ['loudnorm', 'parametriceq'] as const;
+export const OWN_ELEMENTS = ['loudnorm', 'parametriceq', 'pipelinestats'] as const;
 
 /** The repository (or installed package) root: the folder holding our package.json. */
 export function packageRoot(): string {
@@ -56,24 +56,31 @@ export interface GstCheck {
   reason: string | undefined;
 }
 
-/** Checks that every element exists (and so warms the registry). */
+/** Element names in the output of a bare `gst-inspect-1.0` (lines `plugin:  element: description`). */
+export function listedElements(listing: string): Set<string> {
+  const names = new Set<string>();
+  for (const line of listing.split('\n')) {
+    const match = /^[A-Za-z0-9_.-]+:\s+([A-Za-z0-9_-]+):\s/.exec(line);
+    if (match?.[1] !== undefined) names.add(match[1]);
+  }
+  return names;
+}
+
+/** Checks that every element exists, with one gst-inspect-1.0 run (which also warms the registry). */
 export async function checkGstreamer(gst: GstEnvironment): Promise<GstCheck> {
-  const exists = async (name: string): Promise<boolean> => {
-    try {
-      // Without --atleast-version, --exists demands the GStreamer version (1.22) of the plugin too,
-      // which our own plugin (versioned by itself) never meets.
-      const result = await runCommand(gst.inspectCommand, ['--exists', '--atleast-version=0.0', name], gst.env, 20_000);
-      return result.exitCode === 0;
-    } catch {
-      return false;
-    }
-  };
   const all: string[] = [...REQUIRED_ELEMENTS, ...OWN_ELEMENTS];
-  // The first call builds the registry; the others then read it in parallel.
-  const results = [await exists(REQUIRED_ELEMENTS[0]), ...(await Promise.all(all.slice(1).map(exists)))];
-  const missing = all.filter((_, i) => results[i] !== true);
+  let listed = new Set<string>();
+  let failure: string | undefined;
+  try {
+    const result = await runCommand(gst.inspectCommand, [], gst.env, 20_000);
+    if (result.exitCode === 0) listed = listedElements(result.stdout);
+    else failure = `${gst.inspectCommand} exited with ${String(result.exitCode)}`;
+  } catch (error) {
+    failure = `cannot run ${gst.inspectCommand}: ${error instanceof Error ? error.message : String(error)}`;
+  }
+  const missing = all.filter((name) => !listed.has(name));
   const reason = missing.length === 0
     ? undefined
-    : `GStreamer elements missing: ${missing.join(', ')} (run scripts/setup.sh)`;
+    : `${failure ?? 'GStreamer elements missing'}: ${missing.join(', ')} (run scripts/setup.sh)`;
   return { ok: missing.length === 0, missing, reason };
 }
