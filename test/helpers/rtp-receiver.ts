@@ -30,12 +30,23 @@ export class RtpReceiver {
     socket.on('message', (packet) => this.onPacket(packet));
   }
 
-  static async open(port = 0): Promise<RtpReceiver> {
+  /**
+   * `receiveBufferBytes` (optional) asks for a larger socket receive buffer (SO_RCVBUF, capped by
+   * net.core.rmem_max), so that a test process stalled on a loaded machine loses no datagrams.
+   */
+  static async open(port = 0, options: { receiveBufferBytes?: number } = {}): Promise<RtpReceiver> {
     const socket = createSocket('udp4');
     await new Promise<void>((resolve, reject) => {
       socket.once('error', reject);
       socket.bind(port, '127.0.0.1', () => resolve());
     });
+    if (options.receiveBufferBytes !== undefined) {
+      try {
+        socket.setRecvBufferSize(options.receiveBufferBytes);
+      } catch {
+        // the default buffer then
+      }
+    }
     return new RtpReceiver(socket, socket.address().port);
   }
 
