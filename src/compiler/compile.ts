@@ -7,11 +7,27 @@
  *     ! queue ! level ! <processing steps in order> ! audioconvert ! rtpL24pay (1 ms) ! udpsink
  *   pipelinestats (unlinked: reads the counters of src, buffer, pay and out every interval)
  *
+ * Stations with an Icecast harbor start with `fdsrc fd=0` instead of srtsrc: the engine writes the
+ * source client's body (MP3, Ogg, AAC) to the child's stdin and decodebin finds its format. That
+ * input is internal (`StdinInput`): the REST/gRPC schema has no such type, only a station builds it.
+ *
  * `level` measures the input (after decoding, before processing); loudnorm reports loudness in
  * and out. Element names are fixed: the statistics parser and pipelinestats rely on them.
  */
 import type { PipelineSpec, ProcessingStep } from '../spec/schema.js';
 import { CAPS, element } from './elements.js';
+
+/** Internal input: the child reads the encoded stream from its stdin (fd 0). */
+export interface StdinInput {
+  type: 'stdin';
+}
+
+/** What the compiler accepts: a validated pipeline spec, or the same with the internal stdin input. */
+export interface CompilableSpec {
+  input: PipelineSpec['input'] | StdinInput;
+  processing: PipelineSpec['processing'];
+  output: PipelineSpec['output'];
+}
 
 export interface CompileOptions {
   /** Period of the elements' own reports (loudnorm messages), ms. */
@@ -43,20 +59,33 @@ export function compileStep(step: ProcessingStep, index: number, options: Compil
 }
 
 /** The whole argv after the gst-launch-1.0 binary. */
-export function compilePipeline(spec: PipelineSpec, options: CompileOptions): string[] {
+export function compileInput(input: CompilableSpec['input']): string[] {
+  switch (input.type) {
+    case 'srt':
+      return element('srtsrc', {
+        name: 'src',
+        mode: 'listener',
+        localaddress: '0.0.0.0',
+        localport: input.port,
+        latency: input.latency,
+        'poll-timeout': 100,
+        'keep-listening': false,
+        'wait-for-connection': true,
+      });
+    case 'stdin':
+      return element('fdsrc', { name: 'src', fd: 0, blocksize: 4096 });
+    default: {
+      const unknown: never = input;
+      throw new Error(`no compiler for input ${JSON.stringify(unknown)}`);
+    }
+  }
+}
+
+export function compilePipeline(spec: CompilableSpec, options: CompileOptions): string[] {
   const link = '!';
   const interval = options.statsIntervalMs * MS;
   const stages: string[][] = [
-    element('srtsrc', {
-      name: 'src',
-      mode: 'listener',
-      localaddress: '0.0.0.0',
-      localport: spec.input.port,
-      latency: spec.input.latency,
-      'poll-timeout': 100,
-      'keep-listening': false,
-      'wait-for-connection': true,
-    }),
+    compileInput(spec.input),
     element('decodebin', { name: 'decode' }),
     element('audioconvert', { name: 'inconvert' }),
     element('audioresample', { name: 'resample' }),
@@ -74,7 +103,10 @@ export function compilePipeline(spec: PipelineSpec, options: CompileOptions): st
       'multicast-iface': spec.output.interface,
       'auto-multicast': true,
       sync: true,
-      async: false,
+      // A live SRT graph must not wait for preroll. A stdin graph prerolls anyway (decodebin waits
+      // for data); with async=false its EOS (the source left) was lost in about 1 run of 3 and the
+      // child never exited (GStreamer 1.22, measured), with async=true it ended every time.
+      async: spec.input.type === 'stdin',
     }),
   ];
   const chain = stages.flatMap((tokens, i) => (i === 0 ? tokens : [link, ...tokens]));
