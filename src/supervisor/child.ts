@@ -3,10 +3,12 @@
  * Both output pipes are always drained line by line: an unread pipe would block the child and
  * stall its audio. On Linux every child is started through `setpriv --pdeathsig SIGKILL`, so it
  * dies with the engine even when the engine is killed with SIGKILL.
+ * stdin is closed unless a launcher asks for a writable one (`stdin: 'pipe'`: a station's Icecast
+ * harbor feeds the source's body to the child); ending it is the child's end of stream.
  */
 import { existsSync } from 'node:fs';
 import { createInterface } from 'node:readline';
-import type { Readable } from 'node:stream';
+import type { Readable, Writable } from 'node:stream';
 import { execa, type ResultPromise } from 'execa';
 
 export interface ChildExit {
@@ -23,11 +25,18 @@ export interface LaunchOptions {
   env: Readonly<Record<string, string>>;
   onStdoutLine: (line: string) => void;
   onStderrLine: (line: string) => void;
+  /** 'pipe': the child gets a writable stdin (ChildProcess.stdin); default 'ignore'. */
+  stdin?: 'ignore' | 'pipe';
 }
 
 export interface ChildProcess {
   readonly pid: number | undefined;
   readonly exited: Promise<ChildExit>;
+  /**
+   * The child's stdin when launched with `stdin: 'pipe'`, else undefined. Write errors (the child
+   * is gone: EPIPE) are swallowed here; a writer sees the stream destroyed.
+   */
+  readonly stdin: Writable | undefined;
   /** Sends a signal; false when the process is already gone. */
   signal(signal: NodeJS.Signals): boolean;
 }
@@ -54,7 +63,7 @@ export function launchChild(options: LaunchOptions): ChildProcess {
     : [options.command, [...options.args]];
   const subprocess: ResultPromise = execa(file, args, {
     reject: false,
-    stdin: 'ignore',
+    stdin: options.stdin ?? 'ignore',
     stdout: 'pipe',
     stderr: 'pipe',
     buffer: false,
@@ -77,9 +86,14 @@ export function launchChild(options: LaunchOptions): ChildProcess {
       : undefined;
     return { exitCode: result.exitCode, signal: result.signal, spawnError };
   });
+  const stdin = options.stdin === 'pipe' ? (subprocess.stdin ?? undefined) : undefined;
+  stdin?.on('error', () => {
+    // EPIPE/ECONNRESET when the child ends while data is written: its exit tells the story.
+  });
   return {
     pid: subprocess.pid,
     exited,
+    stdin,
     signal(signal: NodeJS.Signals): boolean {
       return subprocess.kill(signal);
     },

@@ -2,6 +2,7 @@
  * One pipeline's supervisor: keeps one gst-launch-1.0 child running while the engine wants it,
  * restarts it with back-off, keeps its recent output and explains its last failure.
  */
+import type { Writable } from 'node:stream';
 import type { Logger } from 'pino';
 import type { ChildProcess, LaunchOptions } from './child.js';
 import { backoffDelay, nextAttempt, type BackoffPolicy } from './backoff.js';
@@ -27,6 +28,18 @@ export interface SupervisorDeps {
   statsIntervalMs: number;
   /** A running child that sends no statistics this long is stalled and restarted. */
   stallAfterMs: number;
+}
+
+/** What a station's supervisor adds to a pipeline's (all optional: a pipeline uses none). */
+export interface SupervisorOptions {
+  /** Each child gets a writable stdin (see `input()`); it is ended first when the child is stopped. */
+  stdin?: boolean;
+  /** Fields added to every log line (a station adds `station_id`). */
+  logFields?: Readonly<Record<string, string>>;
+  /** How log messages name the supervised thing (default `pipeline <id>`). */
+  label?: string;
+  /** Also record the supervisor's own events (child started, exited, state) in the output ring. */
+  traceInLog?: boolean;
 }
 
 export interface RuntimeInfo {
@@ -68,14 +81,18 @@ export class PipelineSupervisor {
   /** Statistics of the current child (a fresh object for every child). */
   stats: PipelineStats;
 
+  private readonly label: string;
+
   constructor(
     readonly id: string,
     private readonly args: readonly string[],
     private readonly deps: SupervisorDeps,
+    private readonly options: SupervisorOptions = {},
   ) {
     this.stateSince = deps.now();
     this.output = new RingBuffer<string>(deps.logLines);
-    this.log = deps.log.child({ pipeline_id: id });
+    this.log = deps.log.child({ pipeline_id: id, ...options.logFields });
+    this.label = options.label ?? `pipeline ${id}`;
     this.stats = new PipelineStats(deps.statsIntervalMs);
   }
 
@@ -119,9 +136,21 @@ export class PipelineSupervisor {
     return this.output.last(n);
   }
 
+  /** The current child's stdin (only with the `stdin` option), while the child is starting or running. */
+  input(): Writable | undefined {
+    if (this.state !== 'starting' && this.state !== 'running') return undefined;
+    return this.child?.stdin;
+  }
+
+  /** Adds an engine line to the output ring (with the `traceInLog` option: a station's own events). */
+  note(text: string): void {
+    if (this.options.traceInLog === true) this.output.push(`${new Date(this.deps.now()).toISOString()} engine: ${text}`);
+  }
+
   private setState(next: ChildState): void {
     if (next === this.state) return;
-    this.log.info({ event: 'state', from: this.state, to: next }, `pipeline ${this.id}: ${this.state} -> ${next}`);
+    this.log.info({ event: 'state', from: this.state, to: next }, `${this.label}: ${this.state} -> ${next}`);
+    this.note(`state ${this.state} -> ${next}`);
     this.state = next;
     this.stateSince = this.deps.now();
   }
@@ -144,7 +173,7 @@ export class PipelineSupervisor {
       case 'schedule-retry': {
         const delay = backoffDelay(this.deps.backoff, this.attempt, this.deps.random);
         this.retryAt = this.deps.now() + delay;
-        this.log.warn({ event: 'retry', delay_ms: delay, attempt: this.attempt }, `pipeline ${this.id}: restart in ${delay} ms`);
+        this.log.warn({ event: 'retry', delay_ms: delay, attempt: this.attempt }, `${this.label}: restart in ${delay} ms`);
         this.retryTimer = setTimeout(() => {
           this.retryTimer = undefined;
           this.retryAt = null;
@@ -174,6 +203,7 @@ export class PipelineSupervisor {
       command: this.deps.command,
       args: this.args,
       env: this.deps.env,
+      stdin: this.options.stdin === true ? 'pipe' : 'ignore',
       onStdoutLine: (line) => {
         if (BUS_MESSAGE.test(line)) {
           const event = parseLine(line);
@@ -192,7 +222,8 @@ export class PipelineSupervisor {
     });
     this.child = child;
     this.startWatchdog(child, stats);
-    this.log.info({ event: 'spawn', pid: child.pid, restarts: this.restarts }, `pipeline ${this.id}: child started`);
+    this.log.info({ event: 'spawn', pid: child.pid, restarts: this.restarts }, `${this.label}: child started`);
+    this.note(`child started (pid ${String(child.pid)})`);
     void child.exited.then((exit) => this.onExit(child, exit.exitCode, exit.signal, exit.spawnError));
   }
 
@@ -209,7 +240,7 @@ export class PipelineSupervisor {
       const silentMs = this.deps.now() - since;
       if (silentMs < this.deps.stallAfterMs) return;
       this.killReason = `stalled: no statistics from the child for ${(silentMs / 1000).toFixed(1)} s`;
-      this.log.warn({ event: 'stalled', silent_ms: silentMs }, `pipeline ${this.id}: ${this.killReason}; killing it`);
+      this.log.warn({ event: 'stalled', silent_ms: silentMs }, `${this.label}: ${this.killReason}; killing it`);
       this.stopWatchdog();
       child.signal('SIGKILL');
     }, period);
@@ -240,8 +271,9 @@ export class PipelineSupervisor {
     if (wanted && instantEnd) this.lastError = `the stream ended ${ranMs} ms after the child started`;
     this.log[wanted && cls.kind !== 'clean' ? 'warn' : 'info'](
       { event: 'exit', exit_code: exitCode ?? null, signal: signal ?? null, ran_ms: ranMs, class: wanted ? cls.kind : 'stopped' },
-      `pipeline ${this.id}: child exited (${signal ?? `code ${String(exitCode)}`})${!wanted || cls.kind === 'clean' ? '' : `: ${cls.reason}`}`,
+      `${this.label}: child exited (${signal ?? `code ${String(exitCode)}`})${!wanted || cls.kind === 'clean' ? '' : `: ${cls.reason}`}`,
     );
+    this.note(`child exited (${signal ?? `code ${String(exitCode)}`})${wanted && cls.kind !== 'clean' ? `: ${cls.reason}` : ''}`);
     if (wanted) {
       this.attempt = cls.kind === 'clean' && !instantEnd ? 0 : nextAttempt(this.deps.backoff, this.attempt, ranMs);
       if (cls.kind !== 'permanent') this.restarts += 1;
@@ -253,12 +285,13 @@ export class PipelineSupervisor {
     const gone = child.exited.then(() => true);
     const within = (ms: number): Promise<boolean> =>
       Promise.race([gone, new Promise<boolean>((resolve) => setTimeout(() => resolve(false), ms).unref())]);
+    child.stdin?.end(); // a stdin-fed graph ends at once (a graph still waiting for data ignores SIGINT's EOS)
     child.signal('SIGINT'); // gst-launch -e: EOS through the graph, then exit 0
     if (await within(this.deps.stopBounds.eosMs)) return;
-    this.log.warn({ event: 'stop-escalate', signal: 'SIGTERM' }, `pipeline ${this.id}: no EOS in time, sending SIGTERM`);
+    this.log.warn({ event: 'stop-escalate', signal: 'SIGTERM' }, `${this.label}: no EOS in time, sending SIGTERM`);
     child.signal('SIGTERM');
     if (await within(this.deps.stopBounds.termMs)) return;
-    this.log.warn({ event: 'stop-escalate', signal: 'SIGKILL' }, `pipeline ${this.id}: still running, sending SIGKILL`);
+    this.log.warn({ event: 'stop-escalate', signal: 'SIGKILL' }, `${this.label}: still running, sending SIGKILL`);
     child.signal('SIGKILL');
     await gone;
   }
