@@ -64,6 +64,12 @@ export function checkConfig(document: unknown, file: string): LoadedConfig {
       throw new ConfigError(`${file}: stations.${i}.number = ${station.number} gives harbor port ${harbor}, the same port as ${other}`);
     }
     ports.set(harbor, `stations.${i}.number`);
+    if (station.harbor === 'icecast' && station.password === undefined) {
+      throw new ConfigError(`${file}: stations.${i}.password is required with harbor = "icecast" (the source password; user "source")`);
+    }
+    if (station.harbor !== 'icecast' && station.password !== undefined) {
+      throw new ConfigError(`${file}: stations.${i}.password is only used with harbor = "icecast"`);
+    }
   });
   const stateDir = path.resolve(path.dirname(file), config.engine.state_dir);
   return deepFreeze({ ...config, file, stateDir });

@@ -42,6 +42,14 @@ export const StationConfig = Type.Object(
     name: Type.String({ minLength: 1, maxLength: 128, pattern: '^[^\\p{C}]*$' }),
     processing: Type.Array(ProcessingStep, { maxItems: 32, default: [] }),
     output: RtpOutput,
+    /** What the harbor port (8100 + number - 1) accepts: an SRT caller (UDP) or an Icecast source client (TCP). */
+    harbor: Type.Unsafe<'srt' | 'icecast'>({ type: 'string', enum: ['srt', 'icecast'], default: 'srt' }),
+    /** SRT latency of the harbor, ms (harbor = "srt"). */
+    latency: Type.Integer({ minimum: 20, maximum: 8000, default: 120 }),
+    /** Source password of the Icecast harbor (user "source"); required for harbor = "icecast". Never logged or returned. */
+    password: Type.Optional(Type.String({ minLength: 1, maxLength: 256, pattern: '^[\\x20-\\x7e]+$' })),
+    /** Start the station with the engine. */
+    autostart: Type.Boolean({ default: true }),
   },
   strict,
 );
