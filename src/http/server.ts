@@ -22,9 +22,13 @@ export interface RestDeps {
   metrics: Registry;
 }
 
-export async function buildRestServer(deps: RestDeps): Promise<FastifyInstance> {
+/**
+ * A fastify instance as every HTTP edge of the engine has it (REST, dashboard): strict JSON
+ * bodies, one error shape, bearer auth, one log line per request.
+ */
+export function createHttpServer(log: Logger, component: string, keys: KeyRing | undefined): FastifyInstance {
   // Typed as fastify's logger interface so the instance keeps fastify's default generics.
-  const logger: FastifyBaseLogger = deps.log.child({ component: 'rest' });
+  const logger: FastifyBaseLogger = log.child({ component });
   const app = Fastify({
     loggerInstance: logger,
     bodyLimit: BODY_LIMIT,
@@ -32,15 +36,20 @@ export async function buildRestServer(deps: RestDeps): Promise<FastifyInstance> 
     forceCloseConnections: true,
     // One line per request from our own onResponse hook instead of fastify's two.
     logController: new LogController({ disableRequestLogging: true }),
-  }).withTypeProvider<TypeBoxTypeProvider>();
+  });
   // JSON only: a text/plain body is a 415, not a string that fails later.
   app.removeContentTypeParser(['text/plain']);
   installErrorHandling(app);
-  installAuth(app, deps.keys);
+  installAuth(app, keys);
   app.addHook('onResponse', async (request, reply) => {
     if (request.url.startsWith('/api/v1/metrics') || request.url.endsWith('/health')) return;
     request.log.info({ method: request.method, url: request.url, status: reply.statusCode, ms: Math.round(reply.elapsedTime) }, 'request');
   });
+  return app;
+}
+
+export async function buildRestServer(deps: RestDeps): Promise<FastifyInstance> {
+  const app = createHttpServer(deps.log, 'rest', deps.keys).withTypeProvider<TypeBoxTypeProvider>();
   await app.register(healthRoutes(deps.health));
   await app.register(pipelineRoutes(deps.pipelines));
   await app.register(metricsRoutes(deps.metrics));

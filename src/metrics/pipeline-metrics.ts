@@ -4,13 +4,13 @@
  * has not reported yet has no such series; a deleted pipeline's series vanish at the next scrape.
  */
 import { Counter, Gauge, type Registry } from 'prom-client';
-import type { PipelineRegistry } from '../supervisor/registry.js';
+import type { SupervisedSource } from './registry.js';
 import type { PipelineStats } from '../stats/pipeline-stats.js';
 
 type Labels = Record<string, string>;
 type Reading = [Labels, number][];
 
-export function registerPipelineMetrics(registry: Registry, pipelines: PipelineRegistry, now: () => number = Date.now): void {
+export function registerPipelineMetrics(registry: Registry, pipelines: SupervisedSource, now: () => number = Date.now): void {
   const each = (read: (id: string, stats: PipelineStats) => Reading): Reading =>
     [...pipelines.entries()].flatMap(({ record, supervisor }) => read(record.id, supervisor.stats));
 

@@ -4,14 +4,22 @@
  * deleted pipeline's series are gone at the next scrape.
  */
 import { collectDefaultMetrics, Counter, Gauge, Registry } from 'prom-client';
-import type { PipelineRegistry } from '../supervisor/registry.js';
+import type { PipelineSupervisor } from '../supervisor/supervisor.js';
 import type { ChildState } from '../supervisor/state.js';
 import { registerPipelineMetrics } from './pipeline-metrics.js';
 import { readProcessStats, type ProcessStats } from './process-stats.js';
 
+/**
+ * What the metrics read: supervised children by id. The pipeline registry is one; the engine adds
+ * its stations under the id `station:<station id>` (docs/stations.md).
+ */
+export interface SupervisedSource {
+  entries(): Iterable<{ record: { id: string }; supervisor: PipelineSupervisor }>;
+}
+
 const STATES: readonly ChildState[] = ['starting', 'running', 'exited', 'backoff', 'failed', 'stopping', 'stopped'];
 
-export function createMetrics(pipelines: PipelineRegistry, version: string): Registry {
+export function createMetrics(pipelines: SupervisedSource, version: string): Registry {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: 'audio_engine_' });
   // Gauges named *_total break the exposition conventions (promtool: "non-counter metrics should
