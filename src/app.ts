@@ -16,7 +16,11 @@ import { createMetrics } from './metrics/registry.js';
 import { probeUdpPort } from './net/udp-port.js';
 import { PipelineStore } from './store/pipeline-store.js';
 import { DEFAULT_BACKOFF } from './supervisor/backoff.js';
-import { launchChild } from './supervisor/child.js';
+import { buildDashboardServer } from './stations/dashboard.js';
+import { findPortHolder, probeTcpPort } from './stations/port-holder.js';
+import { harborPort } from './stations/station.js';
+import { Stations } from './stations/stations.js';
+import { launchChild, runCommand } from './supervisor/child.js';
 import { reapLeftovers } from './supervisor/reap.js';
 import { PipelineRegistry } from './supervisor/registry.js';
 import { VERSION } from './version.js';
@@ -26,20 +30,42 @@ export interface EngineOptions {
   log: Logger;
   env?: NodeJS.ProcessEnv;
   /** Overrides of the configured ports (tests use 0 to get a free one). */
-  ports?: { rest?: number; grpc?: number };
+  ports?: { rest?: number; grpc?: number; dashboard?: number };
 }
 
 export interface StartedEngine {
   restPort: number;
   grpcPort: number;
+  dashboardPort: number;
 }
 
 export interface Engine {
   readonly pipelines: PipelineRegistry;
+  readonly stations: Stations;
   readonly rest: FastifyInstance;
+  readonly dashboard: FastifyInstance;
   readonly grpc: GrpcEdge;
   start(): Promise<StartedEngine>;
   close(): Promise<void>;
+}
+
+/** Each child: SIGINT (EOS), then SIGTERM after eosMs, then SIGKILL after termMs more (all children in parallel). */
+export const STOP_BOUNDS = { eosMs: 3000, termMs: 2000 } as const;
+
+/**
+ * Type=notify readiness: under systemd (NOTIFY_SOCKET set) `systemd-notify --ready`, run like any
+ * other child of the engine (supervisor/child.ts). The unit has NotifyAccess=all because the
+ * message comes from that helper, not from the main process; systemd-notify waits until systemd
+ * has read it, so the message is not lost when the helper exits. Never fatal.
+ */
+async function notifySystemd(env: NodeJS.ProcessEnv, log: Logger, status: string): Promise<void> {
+  if (env.NOTIFY_SOCKET === undefined || env.NOTIFY_SOCKET === '') return;
+  try {
+    const result = await runCommand('systemd-notify', ['--ready', `--pid=${process.pid}`, `--status=${status}`], {}, 5000);
+    if (result.exitCode !== 0) log.warn({ event: 'notify-failed', exit_code: result.exitCode ?? null }, `systemd-notify --ready failed: ${result.stderr.trim()}`);
+  } catch (error) {
+    log.warn({ event: 'notify-failed' }, `systemd-notify --ready failed: ${(error as Error).message}`);
+  }
 }
 
 export function isLoopback(host: string): boolean {
@@ -54,8 +80,21 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
   const keys = config.auth.enabled ? new KeyRing(config.auth.api_keys) : undefined;
 
   const reservedPorts = new Map<number, string>(
-    config.stations.map((s) => [8100 + s.number - 1, `station ${s.id} (harbor port)`]),
+    config.stations.map((s) => [harborPort(s.number), `station ${s.id} (harbor port)`]),
   );
+  const supervisorDeps = {
+    launch: launchChild,
+    command: gst.launchCommand,
+    env: gst.env,
+    log,
+    backoff: DEFAULT_BACKOFF,
+    random: Math.random,
+    now: Date.now,
+    stopBounds: STOP_BOUNDS,
+    logLines: 2000,
+    statsIntervalMs: config.engine.metrics_interval_ms,
+    stallAfterMs: Math.max(5000, 5 * config.engine.metrics_interval_ms),
+  };
   const pipelines = new PipelineRegistry({
     store: new PipelineStore(config.stateDir),
     maxPipelines: config.engine.max_pipelines,
@@ -64,23 +103,22 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
     reservedPorts,
     log,
     now: () => new Date(),
-    supervisorDeps: {
-      launch: launchChild,
-      command: gst.launchCommand,
-      env: gst.env,
-      log,
-      backoff: DEFAULT_BACKOFF,
-      random: Math.random,
-      now: Date.now,
-      stopBounds: { eosMs: 3000, termMs: 2000 },
-      logLines: 2000,
-      statsIntervalMs: config.engine.metrics_interval_ms,
-      stallAfterMs: Math.max(5000, 5 * config.engine.metrics_interval_ms),
-    },
+    supervisorDeps,
+  });
+  const stations = new Stations(config.stations, {
+    supervisorDeps,
+    statsIntervalMs: config.engine.metrics_interval_ms,
+    probe: (port, transport) => (transport === 'udp' ? probeUdpPort(port) : probeTcpPort(port)),
+    findHolder: (port, transport) => findPortHolder(port, transport),
+    log,
+    now: Date.now,
+    harborHost: '0.0.0.0',
+    sourceWaitMs: 5000,
   });
   const health = new EngineHealth(VERSION, startedAt, () => checkGstreamer(gst));
-  const metrics = createMetrics(pipelines, VERSION);
+  const metrics = createMetrics({ entries: () => [...pipelines.entries(), ...stations.entries()] }, VERSION);
   const rest = await buildRestServer({ log, keys, health, pipelines, metrics });
+  const dashboard = await buildDashboardServer({ log, keys, health, stations });
   const grpc = buildGrpcServer({
     bind: config.server.bind,
     log: log.child({ component: 'grpc' }),
@@ -92,7 +130,9 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
 
   return {
     pipelines,
+    stations,
     rest,
+    dashboard,
     grpc,
     async start(): Promise<StartedEngine> {
       if (!keys && !isLoopback(config.server.bind)) {
@@ -110,19 +150,24 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
       const address = rest.server.address();
       const restPort = typeof address === 'object' && address !== null ? address.port : config.server.rest_port;
       const grpcPort = await grpc.listen(options.ports?.grpc ?? config.server.grpc_port);
+      await dashboard.listen({ host: config.server.bind, port: options.ports?.dashboard ?? config.server.dashboard_port });
+      const dashAddress = dashboard.server.address();
+      const dashboardPort = typeof dashAddress === 'object' && dashAddress !== null ? dashAddress.port : config.server.dashboard_port;
       log.info(
-        { event: 'ready', rest_port: restPort, grpc_port: grpcPort, startup_ms: Date.now() - startedAt, version: VERSION },
-        `audio-engine ${VERSION} ready in ${Date.now() - startedAt} ms: REST on ${config.server.bind}:${restPort}, gRPC on port ${grpcPort}`,
+        { event: 'ready', rest_port: restPort, grpc_port: grpcPort, dashboard_port: dashboardPort, startup_ms: Date.now() - startedAt, version: VERSION },
+        `audio-engine ${VERSION} ready in ${Date.now() - startedAt} ms: REST on ${config.server.bind}:${restPort}, gRPC on port ${grpcPort}, dashboard on port ${dashboardPort}`,
       );
       await check;
-      const restored = await pipelines.restore();
+      const [restored, started] = await Promise.all([pipelines.restore(), stations.autostart()]);
+      if (stations.size > 0) log.info({ event: 'stations-started', started, configured: stations.size }, `${started} of ${stations.size} station(s) started`);
       log.info({ event: 'restored', restored: restored.restored, damaged: restored.damaged }, `${restored.restored} stored pipeline(s) started`);
-      return { restPort, grpcPort };
+      await notifySystemd(env, log, `ready: ${restored.restored} pipeline(s), ${started} station(s); REST :${restPort}, gRPC :${grpcPort}, dashboard :${dashboardPort}`);
+      return { restPort, grpcPort, dashboardPort };
     },
     async close(): Promise<void> {
       await grpc.close(); // streams end first, then calls in flight (bounded), before any child stops
-      await rest.close();
-      await pipelines.shutdown();
+      await Promise.all([rest.close(), dashboard.close()]);
+      await Promise.all([pipelines.shutdown(), stations.shutdown()]);
     },
   };
 }

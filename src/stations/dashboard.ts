@@ -1,0 +1,55 @@
+/**
+ * The dashboard edge (server.dashboard_port, 8000 by default): station management. A second
+ * fastify instance built like the REST one (same error shape, same auth rule, same request log).
+ *
+ *   GET  /api/stations                      {"stations":[...]}  (beyond the interface)
+ *   GET  /api/stations/{id}                 the station
+ *   GET  /api/stations/{id}/logs?lines=N    text/plain, last N lines (1-10000, default 100)
+ *   POST /api/stations/{id}/start           200 station; 409 `port 8101 is already in use...`
+ *   POST /api/stations/{id}/restart         200 station (a new child)
+ *   POST /api/stations/{id}/stop            200 station (beyond the interface)
+ *   GET  /health                            as on the REST port (open, like there)
+ */
+import { Type } from '@sinclair/typebox';
+import type { FastifyPluginAsyncTypebox, TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { FastifyInstance } from 'fastify';
+import type { Logger } from 'pino';
+import type { KeyRing } from '../auth/keys.js';
+import type { EngineHealth } from '../health.js';
+import { healthRoutes } from '../http/routes/health.js';
+import { createHttpServer } from '../http/server.js';
+import type { Stations } from './stations.js';
+
+const IdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 80 }) });
+const LogsQuery = Type.Object(
+  { lines: Type.Integer({ minimum: 1, maximum: 10000, default: 100 }) },
+  { additionalProperties: false },
+);
+
+export function stationRoutes(stations: Stations): FastifyPluginAsyncTypebox {
+  return async (app) => {
+    app.get('/api/stations', async () => ({ stations: stations.list() }));
+    app.get('/api/stations/:id', { schema: { params: IdParams } }, async (request) => stations.require(request.params.id).view());
+    app.get('/api/stations/:id/logs', { schema: { params: IdParams, querystring: LogsQuery } }, async (request, reply) => {
+      const lines = stations.require(request.params.id).logs(request.query.lines);
+      return reply.type('text/plain; charset=utf-8').send(lines.length === 0 ? '' : `${lines.join('\n')}\n`);
+    });
+    app.post('/api/stations/:id/start', { schema: { params: IdParams } }, async (request) => stations.require(request.params.id).start());
+    app.post('/api/stations/:id/restart', { schema: { params: IdParams } }, async (request) => stations.require(request.params.id).restart());
+    app.post('/api/stations/:id/stop', { schema: { params: IdParams } }, async (request) => stations.require(request.params.id).stop());
+  };
+}
+
+export interface DashboardDeps {
+  log: Logger;
+  keys: KeyRing | undefined;
+  health: EngineHealth;
+  stations: Stations;
+}
+
+export async function buildDashboardServer(deps: DashboardDeps): Promise<FastifyInstance> {
+  const app = createHttpServer(deps.log, 'dashboard', deps.keys).withTypeProvider<TypeBoxTypeProvider>();
+  await app.register(healthRoutes(deps.health));
+  await app.register(stationRoutes(deps.stations));
+  return app;
+}

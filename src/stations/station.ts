@@ -1,0 +1,260 @@
+/**
+ * One station: a supervised pipeline (the same PipelineSupervisor as an API pipeline) whose input
+ * listens on the station's harbor port, 8100 + number - 1. Its source of truth is config.toml;
+ * nothing is stored. Start, restart and stop are serialized per station, so concurrent calls never
+ * make two children.
+ *
+ *   harbor = "srt":      srtsrc listener on the harbor port (UDP), exactly an API pipeline's graph
+ *   harbor = "icecast":  a TCP listener in the engine (icecast-harbor.ts) feeding `fdsrc fd=0`
+ *
+ * Start checks the real bind first (UDP for SRT, TCP for Icecast): when another process holds
+ * the port it fails with PORT_IN_USE (409) `port 8101 is already in use[ by <comm> (pid N)]`.
+ */
+import type { Writable } from 'node:stream';
+import type { Logger } from 'pino';
+import { compilePipeline, type CompilableSpec } from '../compiler/compile.js';
+import type { StationConfig } from '../config/schema.js';
+import { PortInUseError } from '../errors.js';
+import type { PortProbe } from '../net/udp-port.js';
+import type { InputState } from '../stats/pipeline-stats.js';
+import { SILENCE_REPORT_MS } from '../stats/pipeline-stats.js';
+import { PipelineSupervisor, type RuntimeInfo, type SupervisorDeps } from '../supervisor/supervisor.js';
+import { IcecastHarbor, type SourceInfo } from './icecast-harbor.js';
+import { portInUseMessage, type PortHolder, type Transport } from './port-holder.js';
+
+export const HARBOR_BASE_PORT = 8100;
+export const harborPort = (number: number): number => HARBOR_BASE_PORT + number - 1;
+
+export interface StationDeps {
+  supervisorDeps: SupervisorDeps;
+  statsIntervalMs: number;
+  probe: (port: number, transport: Transport) => Promise<PortProbe>;
+  findHolder: (port: number, transport: Transport) => Promise<PortHolder | undefined>;
+  log: Logger;
+  now: () => number;
+  /** Address the Icecast harbor listens on (srtsrc listens on 0.0.0.0; so does the harbor by default). */
+  harborHost: string;
+  /** How long a connecting source waits for the station's next child. */
+  sourceWaitMs: number;
+}
+
+/** A station as the dashboard shows it. The password is never part of it. */
+export interface StationView extends RuntimeInfo {
+  id: string;
+  number: number;
+  name: string;
+  harbor: 'srt' | 'icecast';
+  harbor_port: number;
+  /** SRT latency, ms (harbor srt only). */
+  latency: number | null;
+  processing: StationConfig['processing'];
+  output: StationConfig['output'];
+  autostart: boolean;
+  /** Whether the engine keeps the station running (start: true; stop: false). */
+  enabled: boolean;
+  /** `active` while enabled, `stopped` otherwise, `failed` when its graph can never run. */
+  status: 'active' | 'stopped' | 'failed';
+  input_state: InputState;
+  silence_seconds: number;
+  srt_connected: boolean;
+  /** The connected Icecast source (harbor icecast), or null. */
+  source: SourceInfo | null;
+}
+
+export class Station {
+  readonly id: string;
+  readonly port: number;
+  readonly supervisor: PipelineSupervisor;
+  private readonly harbor: IcecastHarbor | undefined;
+  private readonly log: Logger;
+  private enabled = false;
+  /** Why the last start was refused (port held by another process), until the next start. */
+  private startError: string | null = null;
+  private chain: Promise<unknown> = Promise.resolve();
+  /** Child stdins a source has already used: each child takes one source. */
+  private readonly usedInputs = new WeakSet<Writable>();
+
+  constructor(
+    readonly config: StationConfig,
+    private readonly deps: StationDeps,
+  ) {
+    this.id = config.id;
+    this.port = harborPort(config.number);
+    this.log = deps.log.child({ station_id: config.id, pipeline_id: `station:${config.id}` });
+    const spec: CompilableSpec = {
+      input: config.harbor === 'icecast' ? { type: 'stdin' } : { type: 'srt', port: this.port, latency: config.latency },
+      processing: config.processing,
+      output: config.output,
+    };
+    const args = compilePipeline(spec, { statsIntervalMs: deps.statsIntervalMs });
+    this.supervisor = new PipelineSupervisor(`station:${config.id}`, args, deps.supervisorDeps, {
+      stdin: config.harbor === 'icecast',
+      logFields: { station_id: config.id },
+      label: `station ${config.id}`,
+      traceInLog: true,
+    });
+    if (config.harbor === 'icecast') {
+      this.harbor = new IcecastHarbor({
+        // The schema requires it with harbor = "icecast" (config/load.ts); never logged.
+        password: config.password ?? '',
+        log: this.log,
+        note: (text) => this.supervisor.note(text),
+        claimInput: () => this.claimInput(),
+        now: deps.now,
+      });
+    }
+  }
+
+  get transport(): Transport {
+    return this.config.harbor === 'icecast' ? 'tcp' : 'udp';
+  }
+
+  /** Starts the station (no-op when it already runs); 409 when another process holds the harbor port. */
+  start(): Promise<StationView> {
+    return this.serialize(async () => {
+      await this.doStart('start');
+      return this.view();
+    });
+  }
+
+  /** Replaces the child: stop (EOS) then start. */
+  restart(): Promise<StationView> {
+    return this.serialize(async () => {
+      this.supervisor.note('restart requested');
+      await this.doStop();
+      await this.doStart('restart');
+      return this.view();
+    });
+  }
+
+  stop(): Promise<StationView> {
+    return this.serialize(async () => {
+      this.supervisor.note('stop requested');
+      await this.doStop();
+      return this.view();
+    });
+  }
+
+  logs(lines: number): string[] {
+    return this.supervisor.logs(lines);
+  }
+
+  view(): StationView {
+    const runtime = this.supervisor.snapshot();
+    const now = this.deps.now();
+    const report = this.supervisor.stats.report(now);
+    const source = this.harbor?.sourceInfo() ?? null;
+    let inputState = report.input_state;
+    if (this.config.harbor === 'icecast') {
+      inputState = source === null ? 'waiting' : report.silence_seconds * 1000 >= SILENCE_REPORT_MS ? 'silent' : 'receiving';
+    }
+    return {
+      id: this.config.id,
+      number: this.config.number,
+      name: this.config.name,
+      harbor: this.config.harbor,
+      harbor_port: this.port,
+      latency: this.config.harbor === 'srt' ? this.config.latency : null,
+      processing: this.config.processing,
+      output: this.config.output,
+      autostart: this.config.autostart,
+      enabled: this.enabled,
+      status: runtime.state === 'failed' ? 'failed' : this.enabled ? 'active' : 'stopped',
+      ...runtime,
+      last_error: runtime.state === 'running' ? runtime.last_error : (this.startError ?? runtime.last_error),
+      ...report,
+      input_state: inputState,
+      source,
+    };
+  }
+
+  private serialize<T>(op: () => Promise<T>): Promise<T> {
+    const run = this.chain.then(op, op);
+    this.chain = run.catch(() => undefined);
+    return run;
+  }
+
+  /** Is the station up with its harbor held by us? */
+  private serving(): boolean {
+    if (!this.enabled) return false;
+    if (this.harbor !== undefined) return this.harbor.listening;
+    return this.supervisor.pid !== undefined;
+  }
+
+  private async doStart(why: 'start' | 'restart' | 'autostart'): Promise<void> {
+    if (this.serving()) {
+      this.supervisor.note(`${why} requested: already running`);
+      return;
+    }
+    if (why === 'start' || why === 'autostart') this.supervisor.note(`${why} requested`);
+    if (this.harbor !== undefined) {
+      await this.supervisor.stop(); // a child left from an earlier run of the harbor
+      try {
+        await this.harbor.listen(this.port, this.deps.harborHost);
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code === 'EADDRINUSE') await this.refuse();
+        throw error;
+      }
+      this.supervisor.note(`harbor listening on TCP ${this.deps.harborHost}:${this.port} (Icecast source clients)`);
+    } else {
+      // Our child does not hold the port now (stopped, or in back-off): try the real bind.
+      const probe = await this.deps.probe(this.port, 'udp');
+      if (probe === 'in-use') await this.refuse();
+      if (probe === 'denied') {
+        this.startError = `port ${this.port} cannot be bound (permission denied)`;
+        throw new PortInUseError(this.port, this.startError);
+      }
+      await this.supervisor.stop(); // ends a pending back-off: the new child starts at once
+    }
+    this.startError = null;
+    this.enabled = true;
+    this.supervisor.start();
+    this.log.info({ event: 'station-started', harbor: this.config.harbor, harbor_port: this.port, why }, `station ${this.id}: started (${why}), harbor ${this.config.harbor} on port ${this.port}`);
+  }
+
+  private async refuse(): Promise<never> {
+    const holder = await this.deps.findHolder(this.port, this.transport);
+    const message = portInUseMessage(this.port, holder);
+    this.startError = message;
+    this.supervisor.note(`start refused: ${message}`);
+    this.log.warn({ event: 'station-port-in-use', harbor_port: this.port, holder_pid: holder?.pid ?? null, holder_comm: holder?.comm ?? null }, `station ${this.id}: ${message}`);
+    throw new PortInUseError(this.port, message);
+  }
+
+  private async doStop(): Promise<void> {
+    this.enabled = false;
+    await Promise.all([this.harbor?.close(), this.supervisor.stop()]);
+  }
+
+  /** Engine start: start if autostart; a refusal is logged and shown, not fatal. */
+  autostart(): Promise<void> {
+    if (!this.config.autostart) return Promise.resolve();
+    return this.serialize(async () => {
+      try {
+        await this.doStart('autostart');
+      } catch (error) {
+        this.log.error({ event: 'station-autostart-failed' }, `station ${this.id}: not started: ${(error as Error).message}`);
+      }
+    });
+  }
+
+  /** Engine stop. */
+  shutdown(): Promise<void> {
+    return this.serialize(() => this.doStop());
+  }
+
+  /** Waits for a child of this station whose stdin no source has used yet. */
+  private async claimInput(): Promise<Writable | undefined> {
+    const until = this.deps.now() + this.deps.sourceWaitMs;
+    for (;;) {
+      if (!this.enabled) return undefined;
+      const input = this.supervisor.input();
+      if (input !== undefined && !this.usedInputs.has(input) && !input.destroyed && !input.writableEnded) {
+        this.usedInputs.add(input);
+        return input;
+      }
+      if (this.deps.now() >= until) return undefined;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  }
+}
