@@ -1,7 +1,8 @@
 /**
  * Who holds a port? The kernel's answer only: a real bind tells whether the port is free
  * (probeTcpPort here, probeUdpPort in net/udp-port.ts), and /proc tells which process holds it
- * when we may see it: the socket's inode from /proc/net/{udp,udp6,tcp,tcp6}, then the process whose
+ * when we may see it: the socket's inode from /proc/self/net/{udp,udp6,tcp,tcp6} (/proc/net is hidden
+ * under ProcSubset=pid), then the process whose
  * /proc/<pid>/fd links to `socket:[inode]`. Under systemd's ProtectProc=invisible (or for
  * another user's process without privileges) the holder stays unknown; the port is still named.
  */
@@ -55,7 +56,7 @@ async function readOrEmpty(file: string): Promise<string> {
 export async function findPortHolder(port: number, transport: Transport, options: { proc?: string; timeoutMs?: number } = {}): Promise<PortHolder | undefined> {
   const proc = options.proc ?? '/proc';
   const search = async (): Promise<PortHolder | undefined> => {
-    const tables = await Promise.all([transport, `${transport}6`].map((t) => readOrEmpty(`${proc}/net/${t}`)));
+    const tables = await Promise.all([transport, `${transport}6`].map((t) => readOrEmpty(`${proc}/self/net/${t}`)));
     const inodes = new Set(tables.flatMap((table) => [...socketInodes(table, port)]));
     if (inodes.size === 0) return undefined;
     const wanted = new Set([...inodes].map((inode) => `socket:[${inode}]`));
