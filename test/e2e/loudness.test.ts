@@ -7,8 +7,7 @@
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import t, { type Test } from 'tap';
-import type { PipelineView } from '../../src/supervisor/registry.js';
-import { api, eventually, startEngine, type EngineProcess } from '../helpers/engine-process.js';
+import { api, createPipeline, isRunning, startEngine, waitForPipeline, type EngineProcess } from '../helpers/engine-process.js';
 import { measureFile, measureSamples } from '../helpers/loudness-meter.js';
 import { freeUdpPort } from '../helpers/ports.js';
 import { RtpReceiver, sineRmsDbfs } from '../helpers/rtp-receiver.js';
@@ -85,18 +84,9 @@ async function runningPipeline(
   processing: unknown[],
 ): Promise<{ id: string; srtPort: number }> {
   const srtPort = await freeUdpPort();
-  const created = await api<PipelineView>(engine, 'POST', '/api/v1/pipelines', {
-    name,
-    input: { type: 'srt', port: srtPort, latency: 120 },
-    processing,
-    output: { type: 'rtp', host: '127.0.0.1', port: receiver.port },
-  });
-  t.equal(created.status, 201, created.text);
-  const id = created.body.id;
-  await eventually(async () => {
-    const got = await api<PipelineView>(engine, 'GET', `/api/v1/pipelines/${id}`);
-    return got.body.state === 'running' ? true : undefined;
-  }, 10_000, 'the child to run');
+  const { id } = await createPipeline(engine, { name, srtPort, processing, outPort: receiver.port });
+  t.pass(`created ${id}`);
+  await waitForPipeline(engine, id, isRunning, 'the child to run');
   return { id, srtPort };
 }
 

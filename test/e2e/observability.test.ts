@@ -6,7 +6,7 @@
 import { spawnSync } from 'node:child_process';
 import t from 'tap';
 import type { PipelineView } from '../../src/supervisor/registry.js';
-import { api, eventually, startEngine, type EngineProcess } from '../helpers/engine-process.js';
+import { api, createPipeline, eventually, isRunning, startEngine, waitForPipeline, type EngineProcess } from '../helpers/engine-process.js';
 import { freeUdpPort } from '../helpers/ports.js';
 import { RtpReceiver, sineRmsDbfs } from '../helpers/rtp-receiver.js';
 import { sendSine } from '../helpers/srt-sender.js';
@@ -22,13 +22,9 @@ function sample(scrape: string, name: string, labels: Record<string, string>): n
   return undefined;
 }
 
-async function create(engine: EngineProcess, port: number, processing: unknown[], out: number): Promise<PipelineView> {
-  const res = await api<PipelineView>(engine, 'POST', '/api/v1/pipelines', {
-    name: 'observed', input: { type: 'srt', port }, processing, output: { type: 'rtp', host: '127.0.0.1', port: out },
-  });
-  if (res.status !== 201) throw new Error(res.text);
-  await eventually(async () => ((await api<PipelineView>(engine, 'GET', `/api/v1/pipelines/${res.body.id}`)).body.state === 'running' ? true : undefined), 10_000, 'running');
-  return res.body;
+async function create(engine: EngineProcess, srtPort: number, processing: unknown[], outPort: number): Promise<PipelineView> {
+  const made = await createPipeline(engine, { name: 'observed', srtPort, processing, outPort });
+  return waitForPipeline(engine, made.id, isRunning, 'running');
 }
 
 void t.test('levels, loudness and SRT counters of a running pipeline, in Prometheus format', async (t) => {

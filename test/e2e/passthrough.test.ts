@@ -3,8 +3,7 @@
  * an RTP receiver on loopback. Audio passes an empty processing list unchanged in level.
  */
 import t from 'tap';
-import type { PipelineView } from '../../src/supervisor/registry.js';
-import { api, eventually, startEngine } from '../helpers/engine-process.js';
+import { api, createPipeline, isRunning, startEngine, waitForPipeline } from '../helpers/engine-process.js';
 import { freeUdpPort } from '../helpers/ports.js';
 import { RtpReceiver, sineRmsDbfs } from '../helpers/rtp-receiver.js';
 import { sendSine } from '../helpers/srt-sender.js';
@@ -15,18 +14,8 @@ for (const codec of ['aac', 's302m'] as const) {
     const receiver = await RtpReceiver.open();
     t.teardown(() => receiver.close());
     const srtPort = await freeUdpPort();
-    const created = await api<PipelineView>(engine, 'POST', '/api/v1/pipelines', {
-      name: `passthrough ${codec}`,
-      input: { type: 'srt', port: srtPort, latency: 120 },
-      processing: [],
-      output: { type: 'rtp', host: '127.0.0.1', port: receiver.port },
-    });
-    t.equal(created.status, 201, created.text);
-    const id = created.body.id;
-    await eventually(async () => {
-      const got = await api<PipelineView>(engine, 'GET', `/api/v1/pipelines/${id}`);
-      return got.body.state === 'running' ? true : undefined;
-    }, 10_000, 'the child to run');
+    const { id } = await createPipeline(engine, { name: `passthrough ${codec}`, srtPort, outPort: receiver.port });
+    await waitForPipeline(engine, id, isRunning, 'running');
 
     const amplitude = 0.5;
     const sender = sendSine({ port: srtPort, amplitude, seconds: 4, codec });
@@ -45,10 +34,7 @@ for (const codec of ['aac', 's302m'] as const) {
     }
 
     // The caller left: the child ended cleanly and was started again at once, ready for the next one.
-    await eventually(async () => {
-      const got = await api<PipelineView>(engine, 'GET', `/api/v1/pipelines/${id}`);
-      return got.body.restarts >= 1 && got.body.state === 'running' ? got.body : undefined;
-    }, 10_000, 'a restart after the caller left');
+    await waitForPipeline(engine, id, (p) => p.restarts >= 1 && isRunning(p), 'a restart after the caller left');
     const deleted = await api(engine, 'DELETE', `/api/v1/pipelines/${id}`);
     t.equal(deleted.status, 204);
   });

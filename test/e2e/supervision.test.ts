@@ -9,30 +9,19 @@ import path from 'node:path';
 import t from 'tap';
 import type { PipelineView } from '../../src/supervisor/registry.js';
 import { findLeftovers } from '../../src/supervisor/reap.js';
-import { api, eventually, isAlive, startEngine, type EngineProcess } from '../helpers/engine-process.js';
+import { api, createPipeline, eventually, isAlive, startEngine, waitForPipeline, type EngineProcess } from '../helpers/engine-process.js';
 import { freeUdpPort } from '../helpers/ports.js';
 import { RtpReceiver } from '../helpers/rtp-receiver.js';
 import { sendSine } from '../helpers/srt-sender.js';
 
-async function create(engine: EngineProcess, port: number, processing: unknown[] = [], outPort = 9): Promise<PipelineView> {
-  const res = await api<PipelineView>(engine, 'POST', '/api/v1/pipelines', {
-    name: `p${port}`,
-    input: { type: 'srt', port },
-    processing,
-    output: { type: 'rtp', host: '127.0.0.1', port: outPort },
-  });
-  if (res.status !== 201) throw new Error(`create: ${res.status} ${res.text}`);
-  return res.body;
-}
+const create = (engine: EngineProcess, srtPort: number, processing: unknown[] = [], outPort = 9): Promise<PipelineView> =>
+  createPipeline(engine, { srtPort, processing, outPort });
 
 const get = async (engine: EngineProcess, id: string): Promise<PipelineView> =>
   (await api<PipelineView>(engine, 'GET', `/api/v1/pipelines/${id}`)).body;
 
 const whenState = (engine: EngineProcess, id: string, test: (p: PipelineView) => boolean, what: string, ms = 15_000) =>
-  eventually(async () => {
-    const p = await get(engine, id);
-    return test(p) ? p : undefined;
-  }, ms, what);
+  waitForPipeline(engine, id, test, what, ms);
 
 void t.test('a child killed from outside comes back, and still carries audio', async (t) => {
   const engine = await startEngine(t);

@@ -10,6 +10,7 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import type { Test } from 'tap';
 import { findLeftovers } from '../../src/supervisor/reap.js';
+import type { PipelineView } from '../../src/supervisor/registry.js';
 import { freeTcpPort } from './ports.js';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -195,3 +196,39 @@ export function isAlive(pid: number): boolean {
     return false;
   }
 }
+
+export interface PipelineRequest {
+  name?: string;
+  srtPort: number;
+  processing?: unknown[];
+  /** RTP destination port on 127.0.0.1 (9, discard, when nothing listens). */
+  outPort?: number;
+}
+
+/** Creates a pipeline over REST (SRT in on `srtPort`, RTP out to 127.0.0.1) and returns it. */
+export async function createPipeline(engine: { url: string }, request: PipelineRequest): Promise<PipelineView> {
+  const res = await api<PipelineView>(engine, 'POST', '/api/v1/pipelines', {
+    name: request.name ?? `pipeline on ${request.srtPort}`,
+    input: { type: 'srt', port: request.srtPort, latency: 120 },
+    processing: request.processing ?? [],
+    output: { type: 'rtp', host: '127.0.0.1', port: request.outPort ?? 9 },
+  });
+  if (res.status !== 201) throw new Error(`create failed: ${res.status} ${res.text}`);
+  return res.body;
+}
+
+/** Polls a pipeline until `test` holds, and returns it. */
+export function waitForPipeline(
+  engine: { url: string },
+  id: string,
+  test: (pipeline: PipelineView) => boolean,
+  what: string,
+  timeoutMs = 15_000,
+): Promise<PipelineView> {
+  return eventually(async () => {
+    const res = await api<PipelineView>(engine, 'GET', `/api/v1/pipelines/${id}`);
+    return res.status === 200 && test(res.body) ? res.body : undefined;
+  }, timeoutMs, `${id}: ${what}`);
+}
+
+export const isRunning = (pipeline: PipelineView): boolean => pipeline.state === 'running';
