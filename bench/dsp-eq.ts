@@ -17,44 +17,37 @@
  *
  * The plugin is looked up in --plugin-path, else $GST_PLUGIN_PATH, else gst-plugins/build.
  */
-import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { access, mkdir, mkdtemp, readFile, rename, rm } from 'node:fs/promises';
-import { constants as fsConstants } from 'node:fs';
+import { mkdir, mkdtemp, rename, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import {
+  benchSettings,
+  checkBenchTools,
+  cpuSummary,
+  exists,
+  exitReason,
+  gstBenchEnv,
+  parseScriptArgs,
+  run,
+  runIfMain,
+  timeCommand,
+  type BenchOptions,
+  type CpuRun,
+} from './process.js';
 
 /** The bands the engine would write: freq:gain[:q] (q defaults to 1). */
 export const EQ_BENCH_BANDS = '100:4,1000:-3:2.5,8000:2';
 
 const SAMPLE_RATE = 48000;
 const CHANNELS = 2;
-const DEFAULT_DURATION_S = 600;
-const GNU_TIME = '/usr/bin/time';
 
 export type EqBenchCaseName = 'parametriceq' | 'equalizer-nbands' | 'floor';
 const CASE_ORDER: readonly EqBenchCaseName[] = ['parametriceq', 'equalizer-nbands', 'floor'];
 
-export interface EqBenchOptions {
-  /** timed runs of each case (default 5) */
-  runs?: number;
-  /** where the programme file is cached (default <tmpdir>/audioengine-bench) */
-  cacheDir?: string;
-  /** directory holding libgstaudioengine.so (default $GST_PLUGIN_PATH or gst-plugins/build) */
-  pluginPath?: string;
-  /** programme length in seconds (default 600) */
-  durationS?: number;
-  /** progress lines (default: stderr) */
-  log?: (line: string) => void;
-}
+export type EqBenchOptions = BenchOptions;
 
-export interface EqBenchRun {
-  userS: number;
-  sysS: number;
-  cpuS: number;
-  wallS: number;
-}
+export type EqBenchRun = CpuRun;
 
 export interface EqBenchCaseResult {
   name: EqBenchCaseName;
@@ -116,44 +109,6 @@ function nbandsElement(bands: PeakBand[], rate: number): string[] {
   return args;
 }
 
-function median(values: number[]): number {
-  const s = [...values].sort((a, b) => a - b);
-  const n = s.length;
-  if (n === 0) return Number.NaN;
-  const mid = Math.floor(n / 2);
-  const hi = s[mid] ?? Number.NaN;
-  const lo = s[mid - 1] ?? hi;
-  return n % 2 === 1 ? hi : (lo + hi) / 2;
-}
-
-interface Exit {
-  code: number | null;
-  signal: NodeJS.Signals | null;
-  stderr: string;
-}
-
-function run(cmd: string, args: string[], env: NodeJS.ProcessEnv): Promise<Exit> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(cmd, args, { env, stdio: ['ignore', 'ignore', 'pipe'] });
-    let stderr = '';
-    child.stderr.setEncoding('utf8');
-    child.stderr.on('data', (d: string) => {
-      if (stderr.length < 64 * 1024) stderr += d;
-    });
-    child.on('error', reject);
-    child.on('close', (code, signal) => resolve({ code, signal, stderr }));
-  });
-}
-
-async function exists(p: string): Promise<boolean> {
-  try {
-    await access(p, fsConstants.F_OK);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 /** The programme file: generated once per distinct ffmpeg command. */
 async function ensureProgramme(
   cacheDir: string,
@@ -186,74 +141,24 @@ async function ensureProgramme(
   const r = await run('ffmpeg', [...args, partial], process.env);
   if (r.code !== 0) {
     await rm(partial, { force: true });
-    throw new Error(`ffmpeg failed (${r.code ?? r.signal ?? '?'}): ${r.stderr.trim()}`);
+    throw new Error(`ffmpeg failed ${exitReason(r)}: ${r.stderr.trim()}`);
   }
   await rename(partial, file);
   return file;
 }
 
-async function timeOne(
-  pipeline: string[],
-  env: NodeJS.ProcessEnv,
-  workDir: string,
-): Promise<EqBenchRun> {
-  const out = path.join(workDir, 'time.txt');
-  await rm(out, { force: true });
-  const r = await run(
-    GNU_TIME,
-    ['-f', '%U %S %e', '-o', out, 'gst-launch-1.0', '-q', ...pipeline],
-    env,
-  );
-  if (r.code !== 0) {
-    throw new Error(
-      `gst-launch-1.0 ${pipeline.join(' ')} failed (${r.code ?? r.signal ?? '?'}): ${r.stderr.trim()}`,
-    );
-  }
-  const text = (await readFile(out, 'utf8')).trim().split('\n').pop() ?? '';
-  const [u, s, e] = text.split(/\s+/).map(Number);
-  if (u === undefined || s === undefined || e === undefined || [u, s, e].some(Number.isNaN)) {
-    throw new Error(`cannot read GNU time output: ${text}`);
-  }
-  return { userS: u, sysS: s, cpuS: u + s, wallS: e };
-}
-
-function defaultPluginPath(): string {
-  const here = path.dirname(fileURLToPath(import.meta.url));
-  return path.resolve(here, '..', 'gst-plugins', 'build');
+function timeOne(pipeline: string[], env: NodeJS.ProcessEnv, workDir: string): Promise<EqBenchRun> {
+  return timeCommand(['gst-launch-1.0', '-q', ...pipeline], env, workDir, `gst-launch-1.0 ${pipeline.join(' ')}`);
 }
 
 export async function runEqBench(opts: EqBenchOptions = {}): Promise<EqBenchResult> {
-  const runs = opts.runs ?? 5;
-  if (!Number.isInteger(runs) || runs < 1) throw new Error(`runs must be >= 1, got ${runs}`);
-  const durationS = opts.durationS ?? DEFAULT_DURATION_S;
-  const cacheDir = opts.cacheDir ?? path.join(tmpdir(), 'audioengine-bench');
-  const log = opts.log ?? ((l: string) => process.stderr.write(`${l}\n`));
-  const pluginPath = opts.pluginPath ?? process.env.GST_PLUGIN_PATH ?? defaultPluginPath();
-
-  if (!(await exists(GNU_TIME))) {
-    throw new Error(`${GNU_TIME} not found: apt-get install time`);
-  }
-  const pluginDirs = pluginPath.split(path.delimiter);
-  const found = await Promise.all(
-    pluginDirs.map((d) => exists(path.join(d, 'libgstaudioengine.so'))),
-  );
-  if (!found.some(Boolean)) {
-    throw new Error(
-      `libgstaudioengine.so not in ${pluginPath}: build gst-plugins (meson setup gst-plugins/build ` +
-        'gst-plugins && ninja -C gst-plugins/build) or pass --plugin-path',
-    );
-  }
+  const { runs, durationS, cacheDir, log, pluginPath } = benchSettings(opts);
+  await checkBenchTools(pluginPath);
 
   const programme = await ensureProgramme(cacheDir, durationS, log);
   const workDir = await mkdtemp(path.join(tmpdir(), 'eq-bench-'));
   try {
-    const env: NodeJS.ProcessEnv = {
-      ...process.env,
-      GST_PLUGIN_PATH: pluginPath,
-      // a registry of our own: the scan happens in the warm-up round, not in a timed run
-      GST_REGISTRY: path.join(workDir, 'registry.bin'),
-      GST_DEBUG: '*:1',
-    };
+    const env = gstBenchEnv(pluginPath, workDir);
     const head = ['filesrc', `location="${programme}"`, '!', 'wavparse', '!', 'audioconvert'];
     const tail = ['!', 'fakesink'];
     const bands = parseBands(EQ_BENCH_BANDS);
@@ -281,9 +186,7 @@ export async function runEqBench(opts: EqBenchOptions = {}): Promise<EqBenchResu
     const result = (name: EqBenchCaseName): EqBenchCaseResult => ({
       name,
       pipeline: pipelines[name],
-      runs: samples[name],
-      medianCpuS: median(samples[name].map((r) => r.cpuS)),
-      medianWallS: median(samples[name].map((r) => r.wallS)),
+      ...cpuSummary(samples[name]),
     });
     const cases: Record<EqBenchCaseName, EqBenchCaseResult> = {
       parametriceq: result('parametriceq'),
@@ -330,26 +233,8 @@ export function eqBenchMarkdown(r: EqBenchResult): string {
   return lines.join('\n');
 }
 
-function parseArgs(argv: string[]): EqBenchOptions {
-  const opts: EqBenchOptions = {};
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i];
-    const value = (): string => {
-      const v = argv[++i];
-      if (v === undefined) throw new Error(`${a} needs a value`);
-      return v;
-    };
-    if (a === '--runs') opts.runs = Number(value());
-    else if (a === '--cache-dir') opts.cacheDir = value();
-    else if (a === '--plugin-path') opts.pluginPath = value();
-    else if (a === '--duration') opts.durationS = Number(value());
-    else throw new Error(`unknown argument ${a} (--runs N, --cache-dir DIR, --plugin-path DIR, --duration S)`);
-  }
-  return opts;
-}
-
 async function main(): Promise<void> {
-  const result = await runEqBench(parseArgs(process.argv.slice(2)));
+  const result = await runEqBench(parseScriptArgs(process.argv.slice(2)));
   process.stdout.write(`${eqBenchMarkdown(result)}\n\n`);
   const summary = {
     bands: result.bands,
@@ -367,10 +252,4 @@ async function main(): Promise<void> {
   process.stdout.write(`${JSON.stringify(summary, null, 2)}\n`);
 }
 
-const invokedAs = process.argv[1];
-if (invokedAs !== undefined && import.meta.url === pathToFileURL(path.resolve(invokedAs)).href) {
-  main().catch((e: unknown) => {
-    process.stderr.write(`dsp-eq: ${e instanceof Error ? e.message : String(e)}\n`);
-    process.exitCode = 1;
-  });
-}
+runIfMain(import.meta.url, 'dsp-eq', main);

@@ -22,46 +22,40 @@
  *
  * The plugin is looked up in --plugin-path, else $GST_PLUGIN_PATH, else gst-plugins/build.
  */
-import { spawn } from 'node:child_process';
-import { constants as fsConstants } from 'node:fs';
-import { access, mkdir, mkdtemp, open, readFile, rename, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, open, rename, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
 import { measureFile, type LoudnessMeasure } from '../test/helpers/loudness-meter.js';
+import { wavHeader } from '../test/helpers/wav.js';
+import {
+  benchSettings,
+  checkBenchTools,
+  cpuSummary,
+  exists,
+  exitReason,
+  gstBenchEnv,
+  parseScriptArgs,
+  run,
+  runIfMain,
+  timeCommand,
+  type BenchOptions,
+  type CpuRun,
+} from './process.js';
 
 export const LOUDNORM_BENCH_TARGET = -23;
 export const FFMPEG_LOUDNORM_FILTER = 'loudnorm=I=-23:TP=-1:LRA=11';
 
 const SAMPLE_RATE = 48000;
 const CHANNELS = 2;
-const DEFAULT_DURATION_S = 600;
-const GNU_TIME = '/usr/bin/time';
 /** Bump when the generator changes: the cached file name depends on it. */
 const GENERATOR_VERSION = 'v1';
 
 export type LoudnormBenchCaseName = 'loudnorm' | 'ffmpeg-loudnorm' | 'floor';
 export const LOUDNORM_CASE_ORDER: readonly LoudnormBenchCaseName[] = ['loudnorm', 'ffmpeg-loudnorm', 'floor'];
 
-export interface LoudnormBenchOptions {
-  /** timed runs of each case (default 5) */
-  runs?: number;
-  /** where the programme file is cached (default <tmpdir>/audioengine-bench) */
-  cacheDir?: string;
-  /** directory holding libgstaudioengine.so (default $GST_PLUGIN_PATH or gst-plugins/build) */
-  pluginPath?: string;
-  /** programme length in seconds (default 600) */
-  durationS?: number;
-  /** progress lines (default: stderr) */
-  log?: (line: string) => void;
-}
+export type LoudnormBenchOptions = BenchOptions;
 
-export interface LoudnormBenchRun {
-  userS: number;
-  sysS: number;
-  cpuS: number;
-  wallS: number;
-}
+export type LoudnormBenchRun = CpuRun;
 
 export interface LoudnormBenchCaseResult {
   name: LoudnormBenchCaseName;
@@ -228,20 +222,7 @@ export async function writeLoudnormProgramme(file: string, durationS: number): P
   const totalFrames = Math.round(durationS * SAMPLE_RATE);
   const segmentFrames = SEGMENT_S * SAMPLE_RATE;
   const dataBytes = totalFrames * CHANNELS * 2;
-  const header = Buffer.alloc(44);
-  header.write('RIFF', 0, 'ascii');
-  header.writeUInt32LE(36 + dataBytes, 4);
-  header.write('WAVE', 8, 'ascii');
-  header.write('fmt ', 12, 'ascii');
-  header.writeUInt32LE(16, 16);
-  header.writeUInt16LE(1, 20); // PCM
-  header.writeUInt16LE(CHANNELS, 22);
-  header.writeUInt32LE(SAMPLE_RATE, 24);
-  header.writeUInt32LE(SAMPLE_RATE * CHANNELS * 2, 28);
-  header.writeUInt16LE(CHANNELS * 2, 32);
-  header.writeUInt16LE(16, 34);
-  header.write('data', 36, 'ascii');
-  header.writeUInt32LE(dataBytes, 40);
+  const header = wavHeader({ format: 'pcm', channels: CHANNELS, rate: SAMPLE_RATE, bitsPerSample: 16, dataBytes });
 
   const rng = prng(20240611);
   const handle = await open(file, 'w');
@@ -278,44 +259,6 @@ export async function writeLoudnormProgramme(file: string, durationS: number): P
 // ---------------------------------------------------------------------------------------------
 // Running and timing
 
-function median(values: number[]): number {
-  const s = [...values].sort((a, b) => a - b);
-  const n = s.length;
-  if (n === 0) return Number.NaN;
-  const mid = Math.floor(n / 2);
-  const hi = s[mid] ?? Number.NaN;
-  const lo = s[mid - 1] ?? hi;
-  return n % 2 === 1 ? hi : (lo + hi) / 2;
-}
-
-interface Exit {
-  code: number | null;
-  signal: NodeJS.Signals | null;
-  stderr: string;
-}
-
-function run(cmd: string, args: string[], env: NodeJS.ProcessEnv): Promise<Exit> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(cmd, args, { env, stdio: ['ignore', 'ignore', 'pipe'] });
-    let stderr = '';
-    child.stderr.setEncoding('utf8');
-    child.stderr.on('data', (d: string) => {
-      if (stderr.length < 64 * 1024) stderr += d;
-    });
-    child.on('error', reject);
-    child.on('close', (code, signal) => resolve({ code, signal, stderr }));
-  });
-}
-
-async function exists(p: string): Promise<boolean> {
-  try {
-    await access(p, fsConstants.F_OK);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 async function ensureProgramme(cacheDir: string, durationS: number, log: (l: string) => void): Promise<string> {
   const file = path.join(cacheDir, `loudnorm-programme-${durationS}s-${GENERATOR_VERSION}.wav`);
   if (await exists(file)) return file;
@@ -332,61 +275,22 @@ async function ensureProgramme(cacheDir: string, durationS: number, log: (l: str
   return file;
 }
 
-async function timeOne(command: string[], env: NodeJS.ProcessEnv, workDir: string): Promise<LoudnormBenchRun> {
-  const out = path.join(workDir, 'time.txt');
-  await rm(out, { force: true });
-  const r = await run(GNU_TIME, ['-f', '%U %S %e', '-o', out, ...command], env);
-  if (r.code !== 0) {
-    throw new Error(`${command.join(' ')} failed (${r.code ?? r.signal ?? '?'}): ${r.stderr.trim()}`);
-  }
-  const text = (await readFile(out, 'utf8')).trim().split('\n').pop() ?? '';
-  const [u, s, e] = text.split(/\s+/).map(Number);
-  if (u === undefined || s === undefined || e === undefined || [u, s, e].some(Number.isNaN)) {
-    throw new Error(`cannot read GNU time output: ${text}`);
-  }
-  return { userS: u, sysS: s, cpuS: u + s, wallS: e };
-}
-
 async function runOk(command: string[], env: NodeJS.ProcessEnv): Promise<void> {
   const [cmd, ...args] = command;
   if (cmd === undefined) throw new Error('empty command');
   const r = await run(cmd, args, env);
-  if (r.code !== 0) throw new Error(`${command.join(' ')} failed (${r.code ?? r.signal ?? '?'}): ${r.stderr.trim()}`);
-}
-
-function defaultPluginPath(): string {
-  const here = path.dirname(fileURLToPath(import.meta.url));
-  return path.resolve(here, '..', 'gst-plugins', 'build');
+  if (r.code !== 0) throw new Error(`${command.join(' ')} failed ${exitReason(r)}: ${r.stderr.trim()}`);
 }
 
 export async function runLoudnormBench(opts: LoudnormBenchOptions = {}): Promise<LoudnormBenchResult> {
-  const runs = opts.runs ?? 5;
-  if (!Number.isInteger(runs) || runs < 1) throw new Error(`runs must be >= 1, got ${runs}`);
-  const durationS = opts.durationS ?? DEFAULT_DURATION_S;
+  const { runs, durationS, cacheDir, log, pluginPath } = benchSettings(opts);
   if (!Number.isFinite(durationS) || durationS < 10) throw new Error(`duration must be >= 10 s, got ${durationS}`);
-  const cacheDir = opts.cacheDir ?? path.join(tmpdir(), 'audioengine-bench');
-  const log = opts.log ?? ((l: string) => process.stderr.write(`${l}\n`));
-  const pluginPath = opts.pluginPath ?? process.env.GST_PLUGIN_PATH ?? defaultPluginPath();
-
-  if (!(await exists(GNU_TIME))) throw new Error(`${GNU_TIME} not found: apt-get install time`);
-  const found = await Promise.all(pluginPath.split(path.delimiter).map((d) => exists(path.join(d, 'libgstaudioengine.so'))));
-  if (!found.some(Boolean)) {
-    throw new Error(
-      `libgstaudioengine.so not in ${pluginPath}: build gst-plugins (meson setup gst-plugins/build ` +
-        'gst-plugins && ninja -C gst-plugins/build) or pass --plugin-path',
-    );
-  }
+  await checkBenchTools(pluginPath);
 
   const programme = await ensureProgramme(cacheDir, durationS, log);
   const workDir = await mkdtemp(path.join(tmpdir(), 'loudnorm-bench-'));
   try {
-    const env: NodeJS.ProcessEnv = {
-      ...process.env,
-      GST_PLUGIN_PATH: pluginPath,
-      // a registry of our own: the scan happens in the warm-up round, not in a timed run
-      GST_REGISTRY: path.join(workDir, 'registry.bin'),
-      GST_DEBUG: '*:1',
-    };
+    const env = gstBenchEnv(pluginPath, workDir);
     const head = ['gst-launch-1.0', '-q', 'filesrc', `location="${programme}"`, '!', 'wavparse', '!', 'audioconvert'];
     const ours = ['!', 'loudnorm', `target=${LOUDNORM_BENCH_TARGET}`];
     const ffmpegHead = ['ffmpeg', '-nostdin', '-hide_banner', '-loglevel', 'error', '-i', programme, '-af', FFMPEG_LOUDNORM_FILTER];
@@ -398,8 +302,8 @@ export async function runLoudnormBench(opts: LoudnormBenchOptions = {}): Promise
     };
 
     log('warm-up round (registry, page cache) ...');
-    await timeOne(commands.floor, env, workDir);
-    await timeOne(commands.loudnorm, env, workDir);
+    await timeCommand(commands.floor, env, workDir);
+    await timeCommand(commands.loudnorm, env, workDir);
 
     log('rendering both normalisers\' output once and measuring it (ffmpeg ebur128) ...');
     const oursWav = path.join(workDir, 'ours.wav');
@@ -418,7 +322,7 @@ export async function runLoudnormBench(opts: LoudnormBenchOptions = {}): Promise
     const samples: Record<LoudnormBenchCaseName, LoudnormBenchRun[]> = { loudnorm: [], 'ffmpeg-loudnorm': [], floor: [] };
     for (let i = 0; i < runs; i++) {
       for (const name of LOUDNORM_CASE_ORDER) {
-        const r = await timeOne(commands[name], env, workDir);
+        const r = await timeCommand(commands[name], env, workDir);
         samples[name].push(r);
         log(`run ${i + 1}/${runs} ${name}: ${r.cpuS.toFixed(2)} s CPU (${r.wallS.toFixed(2)} s wall)`);
       }
@@ -427,9 +331,7 @@ export async function runLoudnormBench(opts: LoudnormBenchOptions = {}): Promise
     const result = (name: LoudnormBenchCaseName): LoudnormBenchCaseResult => ({
       name,
       command: commands[name],
-      runs: samples[name],
-      medianCpuS: median(samples[name].map((r) => r.cpuS)),
-      medianWallS: median(samples[name].map((r) => r.wallS)),
+      ...cpuSummary(samples[name]),
     });
     const cases: Record<LoudnormBenchCaseName, LoudnormBenchCaseResult> = {
       loudnorm: result('loudnorm'),
@@ -488,33 +390,9 @@ export function loudnormBenchMarkdown(r: LoudnormBenchResult): string {
   return lines.join('\n');
 }
 
-function parseArgs(argv: string[]): LoudnormBenchOptions {
-  const opts: LoudnormBenchOptions = {};
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i];
-    const value = (): string => {
-      const v = argv[++i];
-      if (v === undefined) throw new Error(`${a} needs a value`);
-      return v;
-    };
-    if (a === '--runs') opts.runs = Number(value());
-    else if (a === '--cache-dir') opts.cacheDir = value();
-    else if (a === '--plugin-path') opts.pluginPath = value();
-    else if (a === '--duration') opts.durationS = Number(value());
-    else throw new Error(`unknown argument ${a} (--runs N, --cache-dir DIR, --plugin-path DIR, --duration S)`);
-  }
-  return opts;
-}
-
 async function main(): Promise<void> {
-  const result = await runLoudnormBench(parseArgs(process.argv.slice(2)));
+  const result = await runLoudnormBench(parseScriptArgs(process.argv.slice(2)));
   process.stdout.write(`${loudnormBenchMarkdown(result)}\n`);
 }
 
-const invokedAs = process.argv[1];
-if (invokedAs !== undefined && import.meta.url === pathToFileURL(path.resolve(invokedAs)).href) {
-  main().catch((e: unknown) => {
-    process.stderr.write(`dsp-loudnorm: ${e instanceof Error ? e.message : String(e)}\n`);
-    process.exitCode = 1;
-  });
-}
+runIfMain(import.meta.url, 'dsp-loudnorm', main);

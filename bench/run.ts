@@ -19,45 +19,39 @@ import {
   runLoudnormBench,
   type LoudnormBenchResult,
 } from './dsp-loudnorm.js';
+import { DEFAULT_DURATION_S, DEFAULT_RUNS, parseBenchArgs, type BenchArgs } from './process.js';
 
 type BenchName = 'eq' | 'loudnorm';
 
-interface Options {
-  runs: number | undefined;
-  only: BenchName | undefined;
-  cacheDir: string | undefined;
-  pluginPath: string | undefined;
-  durationS: number | undefined;
-}
+type Options = BenchArgs & { only?: BenchName };
 
 const USAGE = 'usage: npm run bench -- [--runs N] [--only eq|loudnorm] [--cache-dir DIR] [--plugin-path DIR] [--duration S]';
 
 function parseArgs(argv: string[]): Options {
-  const opts: Options = { runs: undefined, only: undefined, cacheDir: undefined, pluginPath: undefined, durationS: undefined };
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i];
-    const value = (): string => {
-      const v = argv[++i];
-      if (v === undefined) throw new Error(`${a} needs a value\n${USAGE}`);
-      return v;
-    };
-    if (a === '--runs') {
-      const n = Number(value());
+  let only: BenchName | undefined;
+  const common = parseBenchArgs(argv, {
+    valueHint: `\n${USAGE}`,
+    unknown: (a) => `unknown argument ${a}\n${USAGE}`,
+    runs: (v) => {
+      const n = Number(v);
       if (!Number.isInteger(n) || n < 1) throw new Error(`--runs must be a whole number >= 1\n${USAGE}`);
-      opts.runs = n;
-    } else if (a === '--only') {
-      const v = value();
-      if (v !== 'eq' && v !== 'loudnorm') throw new Error(`--only eq or --only loudnorm, not ${v}\n${USAGE}`);
-      opts.only = v;
-    } else if (a === '--cache-dir') opts.cacheDir = value();
-    else if (a === '--plugin-path') opts.pluginPath = value();
-    else if (a === '--duration') opts.durationS = Number(value());
-    else if (a === '--help' || a === '-h') {
-      process.stdout.write(`${USAGE}\n`);
-      process.exit(0);
-    } else throw new Error(`unknown argument ${a}\n${USAGE}`);
-  }
-  return opts;
+      return n;
+    },
+    extra: (a, value) => {
+      if (a === '--only') {
+        const v = value();
+        if (v !== 'eq' && v !== 'loudnorm') throw new Error(`--only eq or --only loudnorm, not ${v}\n${USAGE}`);
+        only = v;
+        return true;
+      }
+      if (a === '--help' || a === '-h') {
+        process.stdout.write(`${USAGE}\n`);
+        process.exit(0);
+      }
+      return false;
+    },
+  });
+  return { ...common, only };
 }
 
 const EQ_ORDER: readonly EqBenchCaseName[] = ['parametriceq', 'equalizer-nbands', 'floor'];
@@ -111,15 +105,9 @@ function table(eq: EqBenchResult | undefined, ln: LoudnormBenchResult | undefine
 
 async function main(): Promise<void> {
   const opts = parseArgs(process.argv.slice(2));
-  const common = {
-    ...(opts.runs !== undefined ? { runs: opts.runs } : {}),
-    ...(opts.cacheDir !== undefined ? { cacheDir: opts.cacheDir } : {}),
-    ...(opts.pluginPath !== undefined ? { pluginPath: opts.pluginPath } : {}),
-    ...(opts.durationS !== undefined ? { durationS: opts.durationS } : {}),
-  };
   const started = new Date();
-  const eq = opts.only === undefined || opts.only === 'eq' ? await runEqBench(common) : undefined;
-  const ln = opts.only === undefined || opts.only === 'loudnorm' ? await runLoudnormBench(common) : undefined;
+  const eq = opts.only === undefined || opts.only === 'eq' ? await runEqBench(opts) : undefined;
+  const ln = opts.only === undefined || opts.only === 'loudnorm' ? await runLoudnormBench(opts) : undefined;
 
   process.stdout.write(`\n${table(eq, ln)}\n`);
 
@@ -131,7 +119,7 @@ async function main(): Promise<void> {
     startedAt: started.toISOString(),
     finishedAt: new Date().toISOString(),
     machine: { hostname: hostname(), cpus: cpus().length, cpuModel: cpus()[0]?.model ?? 'unknown', node: process.version },
-    options: { runs: opts.runs ?? 5, only: opts.only ?? 'all', durationS: opts.durationS ?? 600 },
+    options: { runs: opts.runs ?? DEFAULT_RUNS, only: opts.only ?? 'all', durationS: opts.durationS ?? DEFAULT_DURATION_S },
     eq: eq ?? null,
     loudnorm: ln ?? null,
   };

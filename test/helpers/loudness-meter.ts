@@ -12,6 +12,7 @@ import { spawn } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { wavHeader } from './wav.js';
 
 export interface LoudnessMeasure {
   /** Integrated (gated) loudness, LUFS: the last `lavfi.r128.I` (0.001), else the Summary (0.1). */
@@ -104,20 +105,7 @@ export async function measureFile(file: string): Promise<LoudnessMeasure> {
 /** A WAVE_FORMAT_IEEE_FLOAT (32-bit) file image of interleaved samples. */
 export function float32Wav(interleaved: Float32Array, channels: number, rate: number): Buffer {
   const dataBytes = interleaved.length * 4;
-  const header = Buffer.alloc(44);
-  header.write('RIFF', 0, 'ascii');
-  header.writeUInt32LE(36 + dataBytes, 4);
-  header.write('WAVE', 8, 'ascii');
-  header.write('fmt ', 12, 'ascii');
-  header.writeUInt32LE(16, 16);
-  header.writeUInt16LE(3, 20); // IEEE float
-  header.writeUInt16LE(channels, 22);
-  header.writeUInt32LE(rate, 24);
-  header.writeUInt32LE(rate * channels * 4, 28);
-  header.writeUInt16LE(channels * 4, 32);
-  header.writeUInt16LE(32, 34);
-  header.write('data', 36, 'ascii');
-  header.writeUInt32LE(dataBytes, 40);
+  const header = wavHeader({ format: 'float', channels, rate, bitsPerSample: 32, dataBytes });
   const data = Buffer.alloc(dataBytes);
   for (let i = 0; i < interleaved.length; i++) data.writeFloatLE(interleaved[i] ?? 0, i * 4);
   return Buffer.concat([header, data]);
