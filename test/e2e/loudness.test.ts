@@ -111,7 +111,7 @@ void t.test(`AAC over SRT, loudness-normalize to ${TARGET} LUFS: the received au
   const sender = ffmpeg([
     '-re', ...programmeInputs(PROGRAMME_SECONDS),
     '-c:a', 'aac', '-b:a', '256k',
-    '-f', 'mpegts', `srt://127.0.0.1:${srtPort}?mode=caller&latency=120000&connect_timeout=3000`,
+    '-f', 'mpegts', `srt://127.0.0.1:${srtPort}?mode=caller&latency=300000&connect_timeout=3000`,
   ]);
   t.teardown(() => sender.stop());
   const senderExit = await sender.done;
@@ -152,10 +152,10 @@ void t.test('AAC over SRT, eq band 1 kHz +6 dB on a 1 kHz sine: received RMS is 
   ]);
 
   const amplitude = 0.25;
-  const sender = sendSine({ port: srtPort, amplitude, frequency: 1000, seconds: 4, codec: 'aac' });
+  const sender = sendSine({ port: srtPort, amplitude, frequency: 1000, seconds: 5, codec: 'aac' });
   t.teardown(() => sender.stop());
   t.equal(await sender.done, 0, 'the SRT caller sent its audio');
-  await new Promise((resolve) => setTimeout(resolve, 500));
+  await new Promise((resolve) => setTimeout(resolve, 1000)); // the SRT latency and the sink's hold drain
 
   const stats = receiver.stats(1.0, 0.5);
   t.ok(stats.packets > 2500, `RTP packets arrived (${stats.packets})`);

@@ -18,10 +18,10 @@ for (const codec of ['aac', 's302m'] as const) {
     await waitForPipeline(engine, id, isRunning, 'running');
 
     const amplitude = 0.5;
-    const sender = sendSine({ port: srtPort, amplitude, seconds: 4, codec });
+    const sender = sendSine({ port: srtPort, amplitude, seconds: 5, codec });
     t.teardown(() => sender.stop());
     t.equal(await sender.done, 0, 'the SRT caller sent its audio');
-    await new Promise((resolve) => setTimeout(resolve, 500));
+    await new Promise((resolve) => setTimeout(resolve, 1000)); // the SRT latency and the sink's hold drain
 
     const stats = receiver.stats(1.0, 0.5);
     t.ok(stats.packets > 2500, `RTP packets arrived (${stats.packets})`);

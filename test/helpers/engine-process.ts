@@ -197,6 +197,9 @@ export function isAlive(pid: number): boolean {
   }
 }
 
+/** SRT latency of test pipelines and test senders, ms. */
+export const TEST_SRT_LATENCY_MS = 300;
+
 export interface PipelineRequest {
   name?: string;
   srtPort: number;
@@ -209,7 +212,8 @@ export interface PipelineRequest {
 export async function createPipeline(engine: { url: string }, request: PipelineRequest): Promise<PipelineView> {
   const res = await api<PipelineView>(engine, 'POST', '/api/v1/pipelines', {
     name: request.name ?? `pipeline on ${request.srtPort}`,
-    input: { type: 'srt', port: request.srtPort, latency: 120 },
+    // 300 ms of SRT latency: on a loaded 2-core test machine 120 ms lets late packets drop.
+    input: { type: 'srt', port: request.srtPort, latency: TEST_SRT_LATENCY_MS },
     processing: request.processing ?? [],
     output: { type: 'rtp', host: '127.0.0.1', port: request.outPort ?? 9 },
   });

@@ -34,7 +34,7 @@ export function sendSine(options: SenderOptions): Sender {
     '-hide_banner', '-loglevel', 'error', '-nostdin', '-re',
     '-f', 'lavfi', '-i', `aevalsrc=${expr}|${expr}:s=48000:d=${options.seconds}`,
     ...codecArgs,
-    '-f', 'mpegts', `srt://127.0.0.1:${options.port}?mode=caller&latency=120000&connect_timeout=3000`,
+    '-f', 'mpegts', `srt://127.0.0.1:${options.port}?mode=caller&latency=300000&connect_timeout=3000`,
   ];
   const child = spawn('ffmpeg', args, { stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
