@@ -14,7 +14,7 @@ RUNTIME_PACKAGES=(
   gstreamer1.0-libav libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev libebur128-dev
   meson ninja-build pkg-config gcc util-linux procps
 )
-TEST_PACKAGES=(ffmpeg iproute2 time prometheus)  # prometheus: promtool checks our metrics
+TEST_PACKAGES=(ffmpeg iproute2 time prometheus systemd)  # prometheus: promtool checks our metrics; systemd: systemd-analyze checks the unit
 
 packages=("${RUNTIME_PACKAGES[@]}")
 [ "$want_test" = 1 ] && packages+=("${TEST_PACKAGES[@]}")
