@@ -1,14 +1,18 @@
 /**
- * `npm run bench`: the DSP benchmarks of our GStreamer elements.
+ * `npm run bench`: the DSP benchmarks of our GStreamer elements and the engine benchmarks.
  *
- *   npm run bench -- [--runs N] [--only eq|loudnorm] [--cache-dir DIR] [--plugin-path DIR] [--duration S]
+ *   npm run bench -- [--runs N] [--only eq|loudnorm|engine|scale] [--quick] [--cache-dir DIR]
+ *                    [--plugin-path DIR] [--duration S] [--sender gst|ffmpeg] [--scale 1,8,16] [--window S]
  *
- * Runs bench/dsp-eq.ts (parametriceq vs equalizer-nbands) and bench/dsp-loudnorm.ts (loudnorm vs
- * ffmpeg loudnorm, with the loudness each delivers), prints one markdown table and writes the
- * whole result as JSON to bench/results/latest.json. It reports ratios and never asserts a
- * timing: the exit code is 0 unless a benchmark could not run.
+ * Runs bench/dsp-eq.ts (parametriceq vs equalizer-nbands), bench/dsp-loudnorm.ts (loudnorm vs
+ * ffmpeg loudnorm, with the loudness each delivers) and bench/engine.ts (engine ready time,
+ * create -> running, REST and gRPC latency; N concurrent real-time pipelines), prints one
+ * markdown report and writes the whole result as JSON to bench/results/latest.json. It reports
+ * ratios and never asserts a timing: the exit code is 0 unless a benchmark could not run.
+ * `--quick`: 2 runs of 60 s programmes for the DSP benches, fewer repetitions and N = 1, 8 for
+ * the engine (about 3 minutes in all).
  */
-import { mkdir, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { cpus, hostname } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -19,16 +23,21 @@ import {
   runLoudnormBench,
   type LoudnormBenchResult,
 } from './dsp-loudnorm.js';
+import { engineBenchFlag, engineTable, ENGINE_USAGE, runEngineBench, type EngineBenchOptions, type EngineBenchResult } from './engine.js';
 import { DEFAULT_DURATION_S, DEFAULT_RUNS, parseBenchArgs, type BenchArgs } from './process.js';
 
-type BenchName = 'eq' | 'loudnorm';
+type BenchName = 'eq' | 'loudnorm' | 'engine' | 'scale';
+const BENCH_NAMES: readonly BenchName[] = ['eq', 'loudnorm', 'engine', 'scale'];
 
-type Options = BenchArgs & { only?: BenchName };
+type Options = BenchArgs & { only?: BenchName; engine: EngineBenchOptions };
 
-const USAGE = 'usage: npm run bench -- [--runs N] [--only eq|loudnorm] [--cache-dir DIR] [--plugin-path DIR] [--duration S]';
+const USAGE =
+  'usage: npm run bench -- [--runs N] [--only eq|loudnorm|engine|scale] [--cache-dir DIR] [--plugin-path DIR] [--duration S] ' +
+  ENGINE_USAGE.replace('[--only engine|scale] ', '');
 
 function parseArgs(argv: string[]): Options {
   let only: BenchName | undefined;
+  const engine: EngineBenchOptions = {};
   const common = parseBenchArgs(argv, {
     valueHint: `\n${USAGE}`,
     unknown: (a) => `unknown argument ${a}\n${USAGE}`,
@@ -40,10 +49,12 @@ function parseArgs(argv: string[]): Options {
     extra: (a, value) => {
       if (a === '--only') {
         const v = value();
-        if (v !== 'eq' && v !== 'loudnorm') throw new Error(`--only eq or --only loudnorm, not ${v}\n${USAGE}`);
-        only = v;
+        const name = BENCH_NAMES.find((b) => b === v);
+        if (name === undefined) throw new Error(`--only ${BENCH_NAMES.join('|')}, not ${v}\n${USAGE}`);
+        only = name;
         return true;
       }
+      if (engineBenchFlag(a, value, engine)) return true;
       if (a === '--help' || a === '-h') {
         process.stdout.write(`${USAGE}\n`);
         process.exit(0);
@@ -51,7 +62,11 @@ function parseArgs(argv: string[]): Options {
       return false;
     },
   });
-  return { ...common, only };
+  if (engine.quick === true) {
+    common.runs ??= 2;
+    common.durationS ??= 60;
+  }
+  return { ...common, only, engine };
 }
 
 const EQ_ORDER: readonly EqBenchCaseName[] = ['parametriceq', 'equalizer-nbands', 'floor'];
@@ -61,6 +76,7 @@ function fmt(x: number, digits = 2): string {
 }
 
 function table(eq: EqBenchResult | undefined, ln: LoudnormBenchResult | undefined): string {
+  if (eq === undefined && ln === undefined) return '';
   const lines = [
     '| bench | case | median CPU s (user+sys) | median wall s | x real time (CPU) | runs (CPU s) |',
     '|---|---|---:|---:|---:|---|',
@@ -108,21 +124,46 @@ async function main(): Promise<void> {
   const started = new Date();
   const eq = opts.only === undefined || opts.only === 'eq' ? await runEqBench(opts) : undefined;
   const ln = opts.only === undefined || opts.only === 'loudnorm' ? await runLoudnormBench(opts) : undefined;
+  const engineParts = { engine: opts.only === undefined || opts.only === 'engine', scale: opts.only === undefined || opts.only === 'scale' };
+  const engine: EngineBenchResult | undefined =
+    engineParts.engine || engineParts.scale ? await runEngineBench({ ...opts.engine, parts: engineParts, cacheDir: opts.cacheDir }) : undefined;
 
   process.stdout.write(`\n${table(eq, ln)}\n`);
+  if (engine !== undefined) process.stdout.write(`\n${engineTable(engine)}\n`);
 
   const here = path.dirname(fileURLToPath(import.meta.url));
   const dir = path.join(here, 'results');
   await mkdir(dir, { recursive: true });
   const file = path.join(dir, 'latest.json');
-  const report = {
+  // benches not run this time keep their section of the previous report
+  const previous = await readFile(file, 'utf8')
+    .then((t) => JSON.parse(t) as Record<string, unknown>)
+    .catch((): Record<string, unknown> => ({}));
+  const report: Record<string, unknown> = {
     startedAt: started.toISOString(),
     finishedAt: new Date().toISOString(),
     machine: { hostname: hostname(), cpus: cpus().length, cpuModel: cpus()[0]?.model ?? 'unknown', node: process.version },
-    options: { runs: opts.runs ?? DEFAULT_RUNS, only: opts.only ?? 'all', durationS: opts.durationS ?? DEFAULT_DURATION_S },
+    options: {
+      runs: opts.runs ?? DEFAULT_RUNS,
+      only: opts.only ?? 'all',
+      durationS: opts.durationS ?? DEFAULT_DURATION_S,
+      quick: opts.engine.quick === true,
+    },
     eq: eq ?? null,
     loudnorm: ln ?? null,
+    engine: engine?.control ?? null,
+    scale: engine?.scale ?? null,
+    load: engine === undefined ? null : { before: engine.loadBefore, after: engine.loadAfter },
   };
+  const kept: string[] = [];
+  for (const key of ['eq', 'loudnorm', 'engine', 'scale'] as const) {
+    const earlier = previous[key];
+    if (report[key] === null && earlier !== undefined && earlier !== null) {
+      report[key] = earlier;
+      kept.push(key);
+    }
+  }
+  if (kept.length > 0) report.keptFromPreviousReport = { sections: kept, startedAt: previous.startedAt ?? null };
   await writeFile(file, `${JSON.stringify(report, null, 2)}\n`);
   process.stdout.write(`\nJSON report: ${path.relative(process.cwd(), file)}\n`);
 }

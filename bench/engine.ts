@@ -1,0 +1,712 @@
+/**
+ * Engine benchmarks: start-up, control plane and scale of the real engine
+ * (`node dist/src/main.js`, run `npm run build` first), every process on 127.0.0.1.
+ *
+ *   node --import=tsx bench/engine.ts [--only engine|scale] [--quick] [--sender gst|ffmpeg] [--scale 1,8,16]
+ *
+ * engine (runEngineBench with parts.engine):
+ *   - ready: the engine spawned `readyRuns` times (one temp folder: the first run scans a cold
+ *     GStreamer registry, the others start warm); spawn -> first 200 of GET /health, and the
+ *     `startup_ms` of its `ready` log line.
+ *   - create -> running: `creates` sequential POST /api/v1/pipelines (loudness-normalize -23 and
+ *     a 3-band eq, no sender); POST answer time, POST -> the child's `state` log event
+ *     `to: running`, and DELETE (204 once the child is gone) time.
+ *   - REST under load: autocannon (10 connections, `loadS` s) on GET /health and on
+ *     GET /api/v1/pipelines with 8 pipelines listed.
+ *   - gRPC unary: `grpcCalls` sequential GetHealth and ListPipelines (@grpc/grpc-js).
+ * scale (parts.scale): for each N a fresh engine with N pipelines (loudness-normalize -23 and a
+ *   3-band eq), each fed by its own SRT sender (the 60 s AAC MPEG-TS programme) and received as
+ *   RTP L24 on 127.0.0.1; after `settleS` s of steady state, a `windowS` s window: per pipeline
+ *   child CPU (audio_engine_pipeline_child_cpu_seconds_total deltas) and RSS, engine CPU and RSS,
+ *   RTP packets and sequence gaps per pipeline, SRT packets lost/dropped, sender and harness CPU.
+ *   Real time = every pipeline: no RTP sequence gap, RTP rate within 2 % of 1000 packets/s, no
+ *   SRT packet lost or dropped, no restart. The sweep stops at the first N that is not.
+ */
+import { spawn } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { cpus, tmpdir } from 'node:os';
+import path from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { TestClient } from '../test/grpc/client.js';
+import { freeUdpPort } from '../test/helpers/ports.js';
+import {
+  BenchEngine,
+  ROOT,
+  RtpCounter,
+  Sender,
+  loadAverage,
+  procCpuSeconds,
+  programmeTs,
+  senderCommand,
+  sleep,
+  stopAll,
+  summarize,
+  type LatencySummary,
+  type MetricTable,
+  type SenderKind,
+} from './engine-harness.js';
+import { median, runIfMain } from './process.js';
+
+export interface EngineBenchOptions {
+  /** which parts to run (default both) */
+  parts?: { engine: boolean; scale: boolean };
+  /** a short run: fewer repetitions, N = 1, 8, short windows */
+  quick?: boolean;
+  readyRuns?: number;
+  creates?: number;
+  /** seconds of autocannon load per endpoint */
+  loadS?: number;
+  connections?: number;
+  grpcCalls?: number;
+  /** pipeline counts of the scale sweep, ascending */
+  scaleNs?: number[];
+  windowS?: number;
+  settleS?: number;
+  sender?: SenderKind;
+  /** where the sender programme is cached (default <tmpdir>/audioengine-bench) */
+  cacheDir?: string;
+  log?: (line: string) => void;
+}
+
+/** The processing of every benchmarked pipeline. */
+export const BENCH_PROCESSING = [
+  { plugin: 'loudness-normalize', target: -23 },
+  { plugin: 'eq', bands: [{ freq: 100, gain: 4 }, { freq: 1000, gain: -3, q: 2.5 }, { freq: 8000, gain: 2 }] },
+];
+
+export interface ReadyRun {
+  cold: boolean;
+  /** spawn -> first 200 of GET /health */
+  healthMs: number;
+  /** spawn -> first answer of GET /health, whatever its status (503 while GStreamer is checked) */
+  listeningMs: number;
+  /** `startup_ms` of the `ready` log line (the engine's own count, from createEngine) */
+  startupMs: number;
+  /** spawn -> `restored` log event (stored pipelines started; none here) */
+  restoredMs: number;
+}
+
+export interface HttpLoad {
+  endpoint: string;
+  connections: number;
+  durationS: number;
+  requestsPerS: number;
+  requests: number;
+  errors: number;
+  non2xx: number;
+  latencyMs: { p50: number; p90: number; p99: number; max: number; mean: number };
+}
+
+export interface EngineControlResult {
+  ready: {
+    runs: ReadyRun[];
+    warm: { healthMedianMs: number; healthMaxMs: number; startupMedianMs: number; startupMaxMs: number };
+    cold: ReadyRun | null;
+  };
+  create: {
+    count: number;
+    postMs: LatencySummary;
+    toRunningMs: LatencySummary;
+    deleteMs: LatencySummary;
+    /** sequential create + delete pairs per second (each starts and ends a real child) */
+    pairsPerS: number;
+  };
+  rest: HttpLoad[];
+  grpc: { call: string; summary: LatencySummary; callsPerS: number }[];
+}
+
+export interface ScalePipelineSample {
+  id: string;
+  cpuPct: number;
+  rssMiB: number;
+  rtpPackets: number;
+  rtpGaps: number;
+  rtpRatePerS: number;
+  srtLost: number;
+  srtDropped: number;
+  srtReceived: number;
+  restarts: number;
+}
+
+export interface ScaleStep {
+  n: number;
+  windowS: number;
+  realTime: boolean;
+  /** why not, when not */
+  reasons: string[];
+  pipelineCpuPct: { median: number; max: number; sum: number };
+  pipelineRssMiB: { median: number; max: number };
+  engineCpuPct: number;
+  engineRssMiB: number;
+  senderCpuPct: { perSender: number; sum: number };
+  /** this node process: the RTP counters and the bench itself */
+  harnessCpuPct: number;
+  /**
+   * what the pipelines, the engine, the senders and this process used, in % of all cores
+   * (100 = both cores busy); /proc/stat's machine-wide counters are not usable in this VM
+   */
+  accountedPctOfMachine: number;
+  rtp: { totalGaps: number; minRatePerS: number; maxRatePerS: number };
+  srt: { lost: number; dropped: number };
+  /** ms from the first create to every pipeline running, and to every receiver getting packets */
+  startAllMs: number;
+  flowingMs: number;
+  loadBefore: string;
+  pipelines: ScalePipelineSample[];
+}
+
+export interface ScaleResult {
+  sender: { kind: SenderKind; command: string[]; programme: string };
+  steps: ScaleStep[];
+  /** largest N measured real time (0 when none) */
+  largestRealTimeN: number;
+  stoppedEarly: boolean;
+  processing: typeof BENCH_PROCESSING;
+}
+
+export interface EngineBenchResult {
+  quick: boolean;
+  loadBefore: string;
+  loadAfter: string;
+  control: EngineControlResult | null;
+  scale: ScaleResult | null;
+}
+
+interface Settings {
+  quick: boolean;
+  readyRuns: number;
+  creates: number;
+  loadS: number;
+  connections: number;
+  grpcCalls: number;
+  scaleNs: number[];
+  windowS: number;
+  settleS: number;
+  sender: SenderKind;
+  cacheDir: string;
+  log: (line: string) => void;
+}
+
+function settings(opts: EngineBenchOptions): Settings {
+  const quick = opts.quick === true;
+  return {
+    quick,
+    readyRuns: opts.readyRuns ?? (quick ? 3 : 5),
+    creates: opts.creates ?? (quick ? 5 : 20),
+    loadS: opts.loadS ?? (quick ? 2 : 5),
+    connections: opts.connections ?? 10,
+    grpcCalls: opts.grpcCalls ?? (quick ? 100 : 500),
+    scaleNs: opts.scaleNs ?? (quick ? [1, 8] : [1, 8, 16, 32, 64]),
+    windowS: opts.windowS ?? (quick ? 5 : 20),
+    settleS: opts.settleS ?? (quick ? 3 : 5),
+    sender: opts.sender ?? 'gst',
+    cacheDir: opts.cacheDir ?? path.join(tmpdir(), 'audioengine-bench'),
+    log: opts.log ?? ((l: string) => process.stderr.write(`${l}\n`)),
+  };
+}
+
+function pipelineRequest(name: string, srtPort: number, outPort: number): unknown {
+  return {
+    name,
+    input: { type: 'srt', port: srtPort, latency: 300 },
+    processing: BENCH_PROCESSING,
+    output: { type: 'rtp', host: '127.0.0.1', port: outPort },
+  };
+}
+
+async function createPipeline(engine: BenchEngine, name: string, srtPort: number, outPort: number): Promise<string> {
+  const res = await engine.request('POST', '/api/v1/pipelines', pipelineRequest(name, srtPort, outPort));
+  if (res.status !== 201) throw new Error(`create failed: ${res.status} ${res.text}`);
+  const { id } = JSON.parse(res.text) as { id: string };
+  return id;
+}
+
+async function withTempDir<T>(prefix: string, body: (dir: string) => Promise<T>): Promise<T> {
+  const dir = await mkdtemp(path.join(tmpdir(), prefix));
+  try {
+    return await body(dir);
+  } finally {
+    await rm(dir, { recursive: true, force: true }).catch(() => undefined);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// ready time
+
+/** Polls GET /health every 5 ms: when it first answered at all, and when it first answered 200. */
+async function pollHealth(engine: BenchEngine, timeoutMs: number): Promise<{ firstAnswerAt: number; okAt: number }> {
+  let firstAnswerAt: number | undefined;
+  const until = performance.now() + timeoutMs;
+  let exited = false;
+  void engine.exited.then(() => {
+    exited = true;
+  });
+  for (;;) {
+    try {
+      const res = await fetch(`${engine.url}/health`);
+      await res.arrayBuffer();
+      const now = performance.now();
+      firstAnswerAt ??= now;
+      if (res.status === 200) return { firstAnswerAt, okAt: now };
+    } catch {
+      // not listening yet
+    }
+    if (exited) throw new Error(`engine exited before /health answered: ${engine.stderr.slice(-10).join('\n')}`);
+    if (performance.now() > until) throw new Error(`GET /health did not answer 200 within ${timeoutMs} ms`);
+    await sleep(5);
+  }
+}
+
+async function readyBench(s: Settings, root: string): Promise<EngineControlResult['ready'] & { registry?: string }> {
+  const dir = path.join(root, 'ready');
+  const runs: ReadyRun[] = [];
+  let registry: string | undefined;
+  for (let i = 0; i < s.readyRuns + 1; i++) {
+    const engine = await BenchEngine.spawn({ dir });
+    try {
+      const health = await pollHealth(engine, 30_000);
+      const ready = await engine.waitForLog((l) => l.event === 'ready', 30_000);
+      await engine.ready(30_000);
+      const idx = engine.logs.findIndex((l) => l.event === 'restored');
+      const run: ReadyRun = {
+        cold: i === 0,
+        healthMs: health.okAt - engine.spawnedAt,
+        listeningMs: health.firstAnswerAt - engine.spawnedAt,
+        startupMs: typeof ready.startup_ms === 'number' ? ready.startup_ms : Number.NaN,
+        restoredMs: (engine.arrivedAt[idx] ?? Number.NaN) - engine.spawnedAt,
+      };
+      runs.push(run);
+      s.log(`engine ready ${i === 0 ? '(cold registry)' : `${i}/${s.readyRuns}`}: /health answers after ${run.listeningMs.toFixed(0)} ms, 200 after ${run.healthMs.toFixed(0)} ms, startup_ms ${run.startupMs}, restored ${run.restoredMs.toFixed(0)} ms`);
+      registry ??= await engine.registryFile();
+    } finally {
+      await engine.stop();
+    }
+  }
+  const warm = runs.filter((r) => !r.cold);
+  return {
+    runs,
+    cold: runs.find((r) => r.cold) ?? null,
+    warm: {
+      healthMedianMs: median(warm.map((r) => r.healthMs)),
+      healthMaxMs: Math.max(...warm.map((r) => r.healthMs)),
+      startupMedianMs: median(warm.map((r) => r.startupMs)),
+      startupMaxMs: Math.max(...warm.map((r) => r.startupMs)),
+    },
+    registry,
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// create -> running, REST under load, gRPC
+
+async function createBench(s: Settings, engine: BenchEngine): Promise<EngineControlResult['create']> {
+  const post: number[] = [];
+  const toRunning: number[] = [];
+  const del: number[] = [];
+  const started = performance.now();
+  for (let i = 0; i < s.creates; i++) {
+    const port = await freeUdpPort();
+    const t0 = performance.now();
+    const id = await createPipeline(engine, `bench create ${i}`, port, 9);
+    const t1 = performance.now();
+    await engine.waitForLog((l) => l.pipeline_id === id && l.event === 'state' && l.to === 'running', 20_000);
+    const idx = engine.logs.findIndex((l) => l.pipeline_id === id && l.event === 'state' && l.to === 'running');
+    const t2 = engine.arrivedAt[idx] ?? performance.now();
+    const t3 = performance.now();
+    const res = await engine.request('DELETE', `/api/v1/pipelines/${id}`);
+    const t4 = performance.now();
+    if (res.status !== 204) throw new Error(`delete ${id}: ${res.status} ${res.text}`);
+    post.push(t1 - t0);
+    toRunning.push(t2 - t0);
+    del.push(t4 - t3);
+  }
+  const elapsedS = (performance.now() - started) / 1000;
+  const result = {
+    count: s.creates,
+    postMs: summarize(post),
+    toRunningMs: summarize(toRunning),
+    deleteMs: summarize(del),
+    pairsPerS: s.creates / elapsedS,
+  };
+  s.log(
+    `create -> running: median ${result.toRunningMs.p50Ms.toFixed(0)} ms, p95 ${result.toRunningMs.p95Ms.toFixed(0)} ms ` +
+      `(POST ${result.postMs.p50Ms.toFixed(1)} ms, DELETE ${result.deleteMs.p50Ms.toFixed(0)} ms) over ${s.creates}`,
+  );
+  return result;
+}
+
+interface AutocannonJson {
+  requests: { average: number; total: number };
+  latency: { p50: number; p90: number; p99: number; max: number; average: number };
+  errors: number;
+  timeouts: number;
+  non2xx: number;
+}
+
+const AUTOCANNON = path.join(ROOT, 'node_modules', 'autocannon', 'autocannon.js');
+
+/** autocannon as its own process (`--json`), bounded by connections and seconds. */
+async function autocannon(url: string, connections: number, durationS: number): Promise<AutocannonJson> {
+  const child = spawn(process.execPath, [AUTOCANNON, '--json', '-c', String(connections), '-d', String(durationS), url], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  let err = '';
+  child.stdout.on('data', (d: Buffer) => {
+    out += d.toString();
+  });
+  child.stderr.on('data', (d: Buffer) => {
+    err += d.toString();
+  });
+  const killer = setTimeout(() => child.kill('SIGKILL'), (durationS + 30) * 1000);
+  const code = await new Promise<number | null>((resolve, reject) => {
+    child.once('error', reject);
+    child.once('close', (c) => resolve(c));
+  }).finally(() => clearTimeout(killer));
+  if (code !== 0) throw new Error(`autocannon failed (${String(code)}): ${err.trim()}`);
+  const line = out.trim().split('\n').pop() ?? '';
+  return JSON.parse(line) as AutocannonJson;
+}
+
+async function restLoad(s: Settings, engine: BenchEngine, endpoint: string): Promise<HttpLoad> {
+  const r = await autocannon(`${engine.url}${endpoint}`, s.connections, s.loadS);
+  const load: HttpLoad = {
+    endpoint,
+    connections: s.connections,
+    durationS: s.loadS,
+    requestsPerS: r.requests.average,
+    requests: r.requests.total,
+    errors: r.errors + r.timeouts,
+    non2xx: r.non2xx,
+    latencyMs: { p50: r.latency.p50, p90: r.latency.p90, p99: r.latency.p99, max: r.latency.max, mean: r.latency.average },
+  };
+  s.log(`REST GET ${endpoint}: ${load.requestsPerS.toFixed(0)} req/s, p50 ${load.latencyMs.p50} ms, p99 ${load.latencyMs.p99} ms (${s.connections} connections, ${s.loadS} s)`);
+  return load;
+}
+
+async function grpcBench(s: Settings, engine: BenchEngine): Promise<EngineControlResult['grpc']> {
+  const client = new TestClient(engine.grpcPort);
+  try {
+    const calls: [string, () => Promise<unknown>][] = [
+      ['GetHealth', () => client.health()],
+      ['ListPipelines', () => client.list()],
+    ];
+    const out: EngineControlResult['grpc'] = [];
+    for (const [name, call] of calls) {
+      for (let i = 0; i < 50; i++) await call(); // warm-up: connection, JIT
+      const times: number[] = [];
+      const started = performance.now();
+      for (let i = 0; i < s.grpcCalls; i++) {
+        const t0 = performance.now();
+        await call();
+        times.push(performance.now() - t0);
+      }
+      const callsPerS = s.grpcCalls / ((performance.now() - started) / 1000);
+      const summary = summarize(times);
+      out.push({ call: name, summary, callsPerS });
+      s.log(`gRPC ${name}: p50 ${summary.p50Ms.toFixed(2)} ms, p99 ${summary.p99Ms.toFixed(2)} ms, ${callsPerS.toFixed(0)} sequential calls/s`);
+    }
+    return out;
+  } finally {
+    client.close();
+  }
+}
+
+async function controlBench(s: Settings, root: string): Promise<{ result: EngineControlResult; registry: string | undefined }> {
+  const ready = await readyBench(s, root);
+  const { registry, ...readyResult } = ready;
+  const engine = await BenchEngine.spawn({ dir: path.join(root, 'control'), registryFrom: registry, maxPipelines: 64 });
+  try {
+    await engine.ready();
+    const create = await createBench(s, engine);
+    // 8 idle pipelines (no sender), so that the list has something to serialise
+    for (let i = 0; i < 8; i++) await createPipeline(engine, `bench listed ${i}`, await freeUdpPort(), 9);
+    const rest = [await restLoad(s, engine, '/health'), await restLoad(s, engine, '/api/v1/pipelines')];
+    const grpc = await grpcBench(s, engine);
+    return { result: { ready: readyResult, create, rest, grpc }, registry };
+  } finally {
+    await engine.stop();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// scale
+
+function value(table: MetricTable, name: string, id = ''): number {
+  return table.get(name)?.get(id) ?? 0;
+}
+
+async function scaleStep(s: Settings, root: string, n: number, programme: string, registry: string | undefined): Promise<ScaleStep> {
+  const engine = await BenchEngine.spawn({ dir: path.join(root, `scale-${n}`), registryFrom: registry, maxPipelines: Math.max(64, n) });
+  const counters: RtpCounter[] = [];
+  const senders: Sender[] = [];
+  try {
+    const loadBefore = await loadAverage();
+    await engine.ready();
+    for (let i = 0; i < n; i++) counters.push(await RtpCounter.open());
+    const t0 = performance.now();
+    const pipelines: { id: string; srtPort: number; counter: RtpCounter }[] = [];
+    for (const counter of counters) {
+      const srtPort = await freeUdpPort();
+      const id = await createPipeline(engine, `bench scale ${pipelines.length}`, srtPort, counter.port);
+      pipelines.push({ id, srtPort, counter });
+    }
+    const running = new Set<string>();
+    await engine.waitForLog((l) => {
+      if (l.event === 'state' && l.to === 'running' && typeof l.pipeline_id === 'string') running.add(l.pipeline_id);
+      return pipelines.every((p) => running.has(p.id));
+    }, 60_000 + 1000 * n).catch(() => {
+      // the predicate sees only new lines; lines before the wait were in engine.logs
+      for (const l of engine.logs) if (l.event === 'state' && l.to === 'running' && typeof l.pipeline_id === 'string') running.add(l.pipeline_id);
+      if (!pipelines.every((p) => running.has(p.id))) throw new Error(`N=${n}: not every pipeline reached running`);
+    });
+    const startAllMs = performance.now() - t0;
+    for (const p of pipelines) senders.push(Sender.start(s.sender, programme, p.srtPort));
+    const until = performance.now() + 30_000;
+    while (counters.some((c) => c.packets === 0)) {
+      if (performance.now() > until) throw new Error(`N=${n}: ${counters.filter((c) => c.packets === 0).length} receiver(s) got no RTP in 30 s`);
+      await sleep(100);
+    }
+    const flowingMs = performance.now() - t0;
+    await sleep(s.settleS * 1000);
+
+    // the window
+    const senderPids = senders.map((x) => x.pid);
+    const m0 = await engine.metrics();
+    const sender0 = await Promise.all(senderPids.map((pid) => procCpuSeconds(pid)));
+    const harness0 = process.cpuUsage();
+    for (const c of counters) c.reset();
+    const w0 = performance.now();
+    await sleep(s.windowS * 1000);
+    const w1 = performance.now();
+    const snapshot = counters.map((c) => ({ packets: c.packets, gaps: c.gaps }));
+    const harness = process.cpuUsage(harness0);
+    const sender1 = await Promise.all(senderPids.map((pid) => procCpuSeconds(pid)));
+    const m1 = await engine.metrics();
+    const windowS = (w1 - w0) / 1000;
+
+    const reasons: string[] = [];
+    const samples: ScalePipelineSample[] = pipelines.map((p, i) => {
+      const d = (name: string): number => value(m1, name, p.id) - value(m0, name, p.id);
+      const rtp = snapshot[i] ?? { packets: 0, gaps: 0 };
+      return {
+        id: p.id,
+        cpuPct: (100 * d('audio_engine_pipeline_child_cpu_seconds_total')) / windowS,
+        rssMiB: value(m1, 'audio_engine_pipeline_child_resident_memory_bytes', p.id) / 2 ** 20,
+        rtpPackets: rtp.packets,
+        rtpGaps: rtp.gaps,
+        rtpRatePerS: rtp.packets / windowS,
+        srtLost: d('audio_engine_pipeline_srt_packets_lost_total'),
+        srtDropped: d('audio_engine_pipeline_srt_packets_dropped_total'),
+        srtReceived: d('audio_engine_pipeline_srt_packets_received_total'),
+        restarts: d('audio_engine_pipeline_restarts_total'),
+      };
+    });
+    const gaps = samples.reduce((a, p) => a + p.rtpGaps, 0);
+    const lost = samples.reduce((a, p) => a + Math.max(0, p.srtLost), 0);
+    const dropped = samples.reduce((a, p) => a + Math.max(0, p.srtDropped), 0);
+    const rates = samples.map((p) => p.rtpRatePerS);
+    const slow = samples.filter((p) => Math.abs(p.rtpRatePerS - 1000) > 20);
+    if (gaps > 0) reasons.push(`${gaps} RTP sequence gap(s) in ${samples.filter((p) => p.rtpGaps > 0).length} pipeline(s)`);
+    if (slow.length > 0) reasons.push(`${slow.length} pipeline(s) off 1000 RTP packets/s by > 2 % (min ${Math.min(...rates).toFixed(0)}/s)`);
+    if (lost > 0) reasons.push(`${lost} SRT packet(s) lost`);
+    if (dropped > 0) reasons.push(`${dropped} SRT packet(s) dropped`);
+    const restarts = samples.reduce((a, p) => a + p.restarts, 0);
+    if (restarts > 0) reasons.push(`${restarts} child restart(s)`);
+    const deadSenders = senders.filter((x) => !x.alive).length;
+    if (deadSenders > 0) reasons.push(`${deadSenders} sender(s) ended before the window did`);
+
+    const cpu = samples.map((p) => p.cpuPct);
+    const rss = samples.map((p) => p.rssMiB);
+    const senderCpu = sender1.map((v, i) => v - (sender0[i] ?? 0));
+    const senderSum = (100 * senderCpu.reduce((a, b) => a + b, 0)) / windowS;
+    const engineCpuPct = (100 * (value(m1, 'audio_engine_process_cpu_seconds_total') - value(m0, 'audio_engine_process_cpu_seconds_total'))) / windowS;
+    const harnessCpuPct = (100 * (harness.user + harness.system)) / 1e6 / windowS;
+    const cpuSum = cpu.reduce((a, b) => a + b, 0);
+    const step: ScaleStep = {
+      n,
+      windowS,
+      realTime: reasons.length === 0,
+      reasons,
+      pipelineCpuPct: { median: median(cpu), max: Math.max(...cpu), sum: cpuSum },
+      pipelineRssMiB: { median: median(rss), max: Math.max(...rss) },
+      engineCpuPct,
+      engineRssMiB: value(m1, 'audio_engine_process_resident_memory_bytes') / 2 ** 20,
+      senderCpuPct: { perSender: senderSum / n, sum: senderSum },
+      harnessCpuPct,
+      accountedPctOfMachine: (cpuSum + engineCpuPct + senderSum + harnessCpuPct) / cpus().length,
+      rtp: { totalGaps: gaps, minRatePerS: Math.min(...rates), maxRatePerS: Math.max(...rates) },
+      srt: { lost, dropped },
+      startAllMs,
+      flowingMs,
+      loadBefore,
+      pipelines: samples,
+    };
+    s.log(
+      `scale N=${n}: ${step.realTime ? 'real time' : `NOT real time (${reasons.join('; ')})`}; per pipeline CPU median ` +
+        `${step.pipelineCpuPct.median.toFixed(1)} % (max ${step.pipelineCpuPct.max.toFixed(1)} %), RSS ${step.pipelineRssMiB.median.toFixed(1)} MiB; ` +
+        `engine ${step.engineCpuPct.toFixed(1)} %; senders ${step.senderCpuPct.sum.toFixed(1)} %; harness ${step.harnessCpuPct.toFixed(1)} %; ` +
+        `all of it ${step.accountedPctOfMachine.toFixed(0)} % of the machine; RTP ${step.rtp.minRatePerS.toFixed(0)}-${step.rtp.maxRatePerS.toFixed(0)}/s`,
+    );
+    return step;
+  } finally {
+    await stopAll(senders);
+    await engine.stop();
+    await Promise.all(counters.map((c) => c.close()));
+  }
+}
+
+async function scaleBench(s: Settings, root: string, registry: string | undefined): Promise<ScaleResult> {
+  const programme = await programmeTs(s.cacheDir);
+  const steps: ScaleStep[] = [];
+  let stoppedEarly = false;
+  for (const n of s.scaleNs) {
+    const step = await scaleStep(s, root, n, programme, registry);
+    steps.push(step);
+    if (!step.realTime) {
+      stoppedEarly = n !== s.scaleNs[s.scaleNs.length - 1];
+      break;
+    }
+  }
+  const ok = steps.filter((x) => x.realTime).map((x) => x.n);
+  return {
+    sender: { kind: s.sender, command: senderCommand(s.sender, programme, 0).map((a) => a.replace(':0?', ':PORT?')), programme },
+    steps,
+    largestRealTimeN: ok.length === 0 ? 0 : Math.max(...ok),
+    stoppedEarly,
+    processing: BENCH_PROCESSING,
+  };
+}
+
+/** Warms the engine's GStreamer registry once (a scale run without the control part). */
+async function warmRegistry(root: string): Promise<string | undefined> {
+  const engine = await BenchEngine.spawn({ dir: path.join(root, 'warm') });
+  try {
+    await engine.ready(30_000);
+    return await engine.registryFile();
+  } finally {
+    await engine.stop();
+  }
+}
+
+export async function runEngineBench(opts: EngineBenchOptions = {}): Promise<EngineBenchResult> {
+  const s = settings(opts);
+  const parts = opts.parts ?? { engine: true, scale: true };
+  const loadBefore = await loadAverage();
+  return withTempDir('audioengine-enginebench-', async (root) => {
+    let control: EngineControlResult | null = null;
+    let registry: string | undefined;
+    if (parts.engine) {
+      const c = await controlBench(s, root);
+      control = c.result;
+      registry = c.registry;
+    }
+    let scale: ScaleResult | null = null;
+    if (parts.scale) {
+      registry ??= await warmRegistry(root);
+      scale = await scaleBench(s, root, registry);
+    }
+    return { quick: s.quick, loadBefore, loadAfter: await loadAverage(), control, scale };
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// report
+
+function f(x: number, digits = 1): string {
+  return Number.isFinite(x) ? x.toFixed(digits) : 'n/a';
+}
+
+/** The markdown tables of an engine bench result. */
+export function engineTable(r: EngineBenchResult): string {
+  const lines: string[] = [];
+  const c = r.control;
+  if (c !== null) {
+    lines.push(
+      '| engine | measure | p50 / median | p95 | p99 | max | rate |',
+      '|---|---|---:|---:|---:|---:|---:|',
+      `| ready | spawn -> GET /health 200 (warm, ${c.ready.runs.length - 1} runs) | ${f(c.ready.warm.healthMedianMs, 0)} ms | | | ${f(c.ready.warm.healthMaxMs, 0)} ms | |`,
+      `| ready | \`startup_ms\` of the \`ready\` log line (warm) | ${f(c.ready.warm.startupMedianMs, 0)} ms | | | ${f(c.ready.warm.startupMaxMs, 0)} ms | |`,
+      `| ready | first start, cold GStreamer registry: /health 200, startup_ms | ${f(c.ready.cold?.healthMs ?? Number.NaN, 0)} ms | | | ${f(c.ready.cold?.startupMs ?? Number.NaN, 0)} ms | |`,
+      `| create | POST -> child \`state\` \`to: running\` (${c.create.count}) | ${f(c.create.toRunningMs.p50Ms, 0)} ms | ${f(c.create.toRunningMs.p95Ms, 0)} ms | ${f(c.create.toRunningMs.p99Ms, 0)} ms | ${f(c.create.toRunningMs.maxMs, 0)} ms | |`,
+      `| create | POST /api/v1/pipelines answer (201) | ${f(c.create.postMs.p50Ms)} ms | ${f(c.create.postMs.p95Ms)} ms | ${f(c.create.postMs.p99Ms)} ms | ${f(c.create.postMs.maxMs)} ms | |`,
+      `| delete | DELETE /api/v1/pipelines/{id} (204, child gone) | ${f(c.create.deleteMs.p50Ms, 0)} ms | ${f(c.create.deleteMs.p95Ms, 0)} ms | ${f(c.create.deleteMs.p99Ms, 0)} ms | ${f(c.create.deleteMs.maxMs, 0)} ms | ${f(c.create.pairsPerS, 2)} create+delete/s |`,
+    );
+    for (const l of c.rest) {
+      lines.push(
+        `| REST | GET ${l.endpoint} (autocannon, ${l.connections} conn, ${l.durationS} s${l.endpoint.includes('pipelines') ? ', 8 pipelines' : ''}) | ${l.latencyMs.p50} ms | (p90 ${l.latencyMs.p90} ms) | ${l.latencyMs.p99} ms | ${l.latencyMs.max} ms | ${f(l.requestsPerS, 0)} req/s${l.errors + l.non2xx > 0 ? ` (${l.errors} errors, ${l.non2xx} non-2xx)` : ''} |`,
+      );
+    }
+    for (const g of c.grpc) {
+      lines.push(
+        `| gRPC | ${g.call} (sequential, ${g.summary.count}) | ${f(g.summary.p50Ms, 2)} ms | ${f(g.summary.p95Ms, 2)} ms | ${f(g.summary.p99Ms, 2)} ms | ${f(g.summary.maxMs, 2)} ms | ${f(g.callsPerS, 0)} calls/s |`,
+      );
+    }
+    lines.push('');
+  }
+  const sc = r.scale;
+  if (sc !== null) {
+    lines.push(
+      '| N | real time | pipeline CPU % median (max) | sum | RSS MiB median (max) | engine CPU % | engine RSS MiB | senders CPU % | harness CPU % | all measured CPU, % of machine | RTP pkt/s min-max | RTP gaps | SRT lost | why not |',
+      '|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|',
+    );
+    for (const st of sc.steps) {
+      lines.push(
+        `| ${st.n} | ${st.realTime ? 'yes' : '**no**'} | ${f(st.pipelineCpuPct.median)} (${f(st.pipelineCpuPct.max)}) | ${f(st.pipelineCpuPct.sum, 0)} | ` +
+          `${f(st.pipelineRssMiB.median)} (${f(st.pipelineRssMiB.max)}) | ${f(st.engineCpuPct)} | ${f(st.engineRssMiB, 0)} | ${f(st.senderCpuPct.sum)} | ${f(st.harnessCpuPct)} | ` +
+          `${f(st.accountedPctOfMachine, 0)} | ${f(st.rtp.minRatePerS, 0)}-${f(st.rtp.maxRatePerS, 0)} | ${st.rtp.totalGaps} | ${st.srt.lost} | ${st.reasons.join('; ')} |`,
+      );
+    }
+    lines.push(
+      '',
+      `- scale: largest N measured real time: **${sc.largestRealTimeN}**${sc.stoppedEarly ? ' (sweep stopped at the first N that was not)' : ''}; ` +
+        `window ${f(sc.steps[0]?.windowS ?? Number.NaN, 0)} s per N; sender \`${sc.sender.command.join(' ')}\` (one per pipeline)`,
+    );
+  }
+  lines.push(`- load average before ${r.loadBefore}, after ${r.loadAfter}`);
+  return lines.join('\n');
+}
+
+// ---------------------------------------------------------------------------------------------
+// command line
+
+export const ENGINE_USAGE = '[--only engine|scale] [--quick] [--sender gst|ffmpeg] [--scale 1,8,16,32,64] [--window S]';
+
+/** Reads the engine bench flags; returns false for a flag that is not one of them. */
+export function engineBenchFlag(a: string, value: () => string, into: EngineBenchOptions): boolean {
+  if (a === '--quick') into.quick = true;
+  else if (a === '--sender') {
+    const v = value();
+    if (v !== 'gst' && v !== 'ffmpeg') throw new Error(`--sender gst or --sender ffmpeg, not ${v}`);
+    into.sender = v;
+  } else if (a === '--scale') {
+    const ns = value().split(',').map(Number);
+    if (ns.some((n) => !Number.isInteger(n) || n < 1 || n > 1024)) throw new Error('--scale takes whole numbers 1-1024, comma separated');
+    into.scaleNs = ns.sort((x, y) => x - y);
+  } else if (a === '--window') {
+    const w = Number(value());
+    if (!(w >= 1 && w <= 600)) throw new Error('--window takes seconds, 1-600');
+    into.windowS = w;
+  } else return false;
+  return true;
+}
+
+runIfMain(import.meta.url, 'bench/engine', async () => {
+  const opts: EngineBenchOptions = {};
+  const argv = process.argv.slice(2);
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i] ?? '';
+    const value = (): string => {
+      const v = argv[++i];
+      if (v === undefined) throw new Error(`${a} needs a value`);
+      return v;
+    };
+    if (a === '--only') {
+      const v = value();
+      if (v !== 'engine' && v !== 'scale') throw new Error(`--only engine or --only scale, not ${v}`);
+      opts.parts = { engine: v === 'engine', scale: v === 'scale' };
+    } else if (!engineBenchFlag(a, value, opts)) throw new Error(`unknown argument ${a}\nusage: bench/engine.ts ${ENGINE_USAGE}`);
+  }
+  const r = await runEngineBench(opts);
+  process.stdout.write(`\n${engineTable(r)}\n\n${JSON.stringify(r, null, 2)}\n`);
+});
