@@ -4,10 +4,12 @@
  */
 import { mkdir } from 'node:fs/promises';
 import { isIP } from 'node:net';
+import { performance } from 'node:perf_hooks';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { KeyRing } from './auth/keys.js';
 import type { LoadedConfig } from './config/load.js';
+import { loadCheck, saveCheck } from './gst/check-cache.js';
 import { checkGstreamer, gstEnvironment } from './gst/environment.js';
 import { buildGrpcServer, type GrpcEdge } from './grpc/server.js';
 import { EngineHealth } from './health.js';
@@ -143,8 +145,9 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
       if (reaped.length > 0) log.warn({ event: 'reaped', pids: reaped }, `ended ${reaped.length} child process(es) left by an earlier run`);
       // The element check also warms the GStreamer registry (cold: about 1 s). It runs while the
       // servers come up; stored pipelines start once it is done, so each child starts warm.
-      const check = health.prime().then((result) => {
+      const check = health.prime(await loadCheck(config.stateDir, gst)).then(async (result) => {
         if (!result.ok) log.error({ event: 'gstreamer-missing', missing: result.missing }, result.reason ?? 'GStreamer check failed');
+        await saveCheck(config.stateDir, gst, result).catch(() => undefined);
       });
       await rest.listen({ host: config.server.bind, port: options.ports?.rest ?? config.server.rest_port });
       const address = rest.server.address();
@@ -154,7 +157,8 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
       const dashAddress = dashboard.server.address();
       const dashboardPort = typeof dashAddress === 'object' && dashAddress !== null ? dashAddress.port : config.server.dashboard_port;
       log.info(
-        { event: 'ready', rest_port: restPort, grpc_port: grpcPort, dashboard_port: dashboardPort, startup_ms: Date.now() - startedAt, version: VERSION },
+        // startup_ms: from createEngine; process_ms: from the process's own start (Node boot and module loading included).
+        { event: 'ready', rest_port: restPort, grpc_port: grpcPort, dashboard_port: dashboardPort, startup_ms: Date.now() - startedAt, process_ms: Math.round(performance.now()), version: VERSION },
         `audio-engine ${VERSION} ready in ${Date.now() - startedAt} ms: REST on ${config.server.bind}:${restPort}, gRPC on port ${grpcPort}, dashboard on port ${dashboardPort}`,
       );
       await check;

@@ -25,11 +25,23 @@ export class EngineHealth {
     private readonly now: () => number = Date.now,
   ) {}
 
-  /** Starts the element check (at start-up, so the first health call need not wait for it). */
-  prime(): Promise<GstCheck> {
+  /**
+   * Starts the element check (at start-up, so the first health call need not wait for it) and
+   * returns it. With `remembered` (the last good check, still valid), health answers from it
+   * until the fresh check is done.
+   */
+  prime(remembered?: GstCheck): Promise<GstCheck> {
     this.checkedAt = this.now();
-    this.check = this.runCheck();
-    return this.check;
+    const fresh = this.runCheck();
+    if (remembered === undefined) {
+      this.check = fresh;
+    } else {
+      this.check = Promise.resolve(remembered);
+      void fresh.then((result) => {
+        this.check = Promise.resolve(result);
+      });
+    }
+    return fresh;
   }
 
   async report(): Promise<HealthReport> {
