@@ -1,6 +1,6 @@
 /**
  * What the engine benchmarks (bench/engine.ts) run against: the real engine
- * (`node dist/src/main.js --config FILE`) in a temp folder with free loopback ports, its JSON log
+ * (`node dist/audio-engine.mjs --config FILE`) in a temp folder with free loopback ports, its JSON log
  * lines, its Prometheus metrics, SRT senders (one process each), light RTP counters, and CPU
  * readings from /proc. Every process started here is ended by `stop()` / `stopAll()`, process
  * group and all, also when a bench fails.
@@ -16,7 +16,7 @@ import { findLeftovers } from '../src/supervisor/reap.js';
 import { freeTcpPort } from '../test/helpers/ports.js';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-export const ENGINE_MAIN = path.join(ROOT, 'dist', 'src', 'main.js');
+export const ENGINE_MAIN = path.join(ROOT, 'dist', 'audio-engine.mjs');
 
 export function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));

@@ -1,6 +1,6 @@
 /**
  * Engine benchmarks: start-up, control plane and scale of the real engine
- * (`node dist/src/main.js`, run `npm run build` first), every process on 127.0.0.1.
+ * (`node dist/audio-engine.mjs`, run `npm run build` first), every process on 127.0.0.1.
  *
  *   node --import=tsx bench/engine.ts [--only engine|scale] [--quick] [--sender gst|ffmpeg] [--scale 1,8,16]
  *

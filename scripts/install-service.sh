@@ -38,7 +38,7 @@ if [ -z "$DESTDIR" ] && [ "$(id -u)" -ne 0 ]; then
   echo "install-service: run as root (or with DESTDIR=... to stage)" >&2
   exit 1
 fi
-for need in dist/src/main.js node_modules package.json package-lock.json config.toml systemd/audio-engine.service; do
+for need in dist/audio-engine.mjs node_modules package.json package-lock.json config.toml systemd/audio-engine.service; do
   [ -e "$need" ] || { echo "install-service: $need is missing: run scripts/setup.sh first" >&2; exit 1; }
 done
 ls gst-plugins/build/*.so >/dev/null 2>&1 || { echo "install-service: gst-plugins/build/*.so missing: run scripts/setup.sh first" >&2; exit 1; }

@@ -1,5 +1,5 @@
 /**
- * Runs the real engine (`node dist/src/main.js`) as a child process with its own config and
+ * Runs the real engine (`node dist/audio-engine.mjs`, as `npm start` does) as a child process with its own config and
  * state folder, and cleans up after the test: the engine and every pipeline child it started,
  * even when the test fails.
  */
@@ -14,7 +14,8 @@ import type { PipelineView } from '../../src/supervisor/registry.js';
 import { freeTcpPort } from './ports.js';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-export const MAIN = path.join(ROOT, 'dist', 'src', 'main.js');
+/** What ships: the bundle that `npm run build` writes (scripts/bundle.mjs). */
+export const MAIN = path.join(ROOT, 'dist', 'audio-engine.mjs');
 
 export interface LogLine {
   level: number;

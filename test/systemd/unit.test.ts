@@ -78,7 +78,7 @@ void t.test('the unit carries the contract choices', async (t) => {
   t.same(setting('RestrictAddressFamilies'), ['AF_INET AF_INET6 AF_UNIX AF_NETLINK']);
   t.ok(setting('SystemCallFilter').includes('@system-service'), 'prctl (setpriv --pdeathsig) is in @system-service');
   t.same(setting('MemoryDenyWriteExecute'), [], 'not MemoryDenyWriteExecute: it breaks V8');
-  t.match(setting('ExecStart')[0], '/opt/audio-engine/dist/src/main.js --config /etc/audio-engine/config.toml');
+  t.match(setting('ExecStart')[0], '/opt/audio-engine/dist/audio-engine.mjs --config /etc/audio-engine/config.toml');
 });
 
 void t.test('readiness: systemd-notify --ready once the engine is up, only under systemd', async (t) => {
