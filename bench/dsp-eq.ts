@@ -25,6 +25,7 @@ import {
   benchSettings,
   checkBenchTools,
   cpuSummary,
+  runInterleaved,
   exists,
   exitReason,
   gstBenchEnv,
@@ -167,21 +168,9 @@ export async function runEqBench(opts: EqBenchOptions = {}): Promise<EqBenchResu
       'equalizer-nbands': [...head, '!', ...nbandsElement(bands, SAMPLE_RATE), ...tail],
       floor: [...head, ...tail],
     };
-    const samples: Record<EqBenchCaseName, EqBenchRun[]> = {
-      parametriceq: [],
-      'equalizer-nbands': [],
-      floor: [],
-    };
-
     log('warm-up round (registry, page cache) ...');
     for (const name of CASE_ORDER) await timeOne(pipelines[name], env, workDir);
-    for (let i = 0; i < runs; i++) {
-      for (const name of CASE_ORDER) {
-        const r = await timeOne(pipelines[name], env, workDir);
-        samples[name].push(r);
-        log(`run ${i + 1}/${runs} ${name}: ${r.cpuS.toFixed(2)} s CPU (${r.wallS.toFixed(2)} s wall)`);
-      }
-    }
+    const samples = await runInterleaved(CASE_ORDER, runs, (name) => timeOne(pipelines[name], env, workDir), log);
 
     const result = (name: EqBenchCaseName): EqBenchCaseResult => ({
       name,

@@ -31,6 +31,7 @@ import {
   benchSettings,
   checkBenchTools,
   cpuSummary,
+  runInterleaved,
   exists,
   exitReason,
   gstBenchEnv,
@@ -319,14 +320,7 @@ export async function runLoudnormBench(opts: LoudnormBenchOptions = {}): Promise
         `ffmpeg: ${ffmpegLoudness.integratedLufs.toFixed(2)} LUFS`,
     );
 
-    const samples: Record<LoudnormBenchCaseName, LoudnormBenchRun[]> = { loudnorm: [], 'ffmpeg-loudnorm': [], floor: [] };
-    for (let i = 0; i < runs; i++) {
-      for (const name of LOUDNORM_CASE_ORDER) {
-        const r = await timeCommand(commands[name], env, workDir);
-        samples[name].push(r);
-        log(`run ${i + 1}/${runs} ${name}: ${r.cpuS.toFixed(2)} s CPU (${r.wallS.toFixed(2)} s wall)`);
-      }
-    }
+    const samples = await runInterleaved(LOUDNORM_CASE_ORDER, runs, (name) => timeCommand(commands[name], env, workDir), log);
 
     const result = (name: LoudnormBenchCaseName): LoudnormBenchCaseResult => ({
       name,

@@ -217,3 +217,24 @@ export function runIfMain(moduleUrl: string, name: string, main: () => Promise<v
     });
   }
 }
+
+/**
+ * Runs every case once per round, `runs` rounds, in `order` (a, b, c, a, b, c, ...): interleaving
+ * spreads the machine's drift over all cases alike. Returns the runs of each case.
+ */
+export async function runInterleaved<N extends string>(
+  order: readonly N[],
+  runs: number,
+  timeCase: (name: N) => Promise<CpuRun>,
+  log: (line: string) => void,
+): Promise<Record<N, CpuRun[]>> {
+  const samples = Object.fromEntries(order.map((name) => [name, [] as CpuRun[]])) as Record<N, CpuRun[]>;
+  for (let i = 0; i < runs; i++) {
+    for (const name of order) {
+      const r = await timeCase(name);
+      samples[name].push(r);
+      log(`run ${i + 1}/${runs} ${name}: ${r.cpuS.toFixed(2)} s CPU (${r.wallS.toFixed(2)} s wall)`);
+    }
+  }
+  return samples;
+}

@@ -3,7 +3,7 @@
  * are both validated against it (spec/validate.ts); the TypeScript types come from it.
  * Units and ranges: docs/api.md and the contract's decisions.md.
  */
-import { Type, type Static, type TSchema } from '@sinclair/typebox';
+import { Type, type Static } from '@sinclair/typebox';
 
 /** Plugin names of the processing steps, as clients write them. */
 export const PLUGINS = ['loudness-normalize', 'eq'] as const;
@@ -89,6 +89,3 @@ export type ProcessingStep = Static<typeof ProcessingStep>;
 export type LoudnessNormalizeStep = Static<typeof LoudnessNormalizeStep>;
 export type EqStep = Static<typeof EqStep>;
 export type EqBand = Static<typeof EqBand>;
-
-/** Schemas by name, for edges that want to document or reuse them. */
-export const specSchemas: Record<string, TSchema> = { PipelineSpec, SrtInput, RtpOutput, EqBand };

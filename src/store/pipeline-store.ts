@@ -9,6 +9,7 @@ import path from 'node:path';
 import { ValidationError } from '../errors.js';
 import type { PipelineSpec } from '../spec/schema.js';
 import { parsePipelineSpec } from '../spec/validate.js';
+import { PIPELINE_ID } from './ids.js';
 
 export interface PipelineRecord {
   id: string;
@@ -19,7 +20,6 @@ export interface PipelineRecord {
 }
 
 const FORMAT = 1;
-const ID = /^pl_[0-9A-Za-z]{12,64}$/;
 
 export interface OpenResult {
   records: PipelineRecord[];
@@ -34,7 +34,7 @@ export class PipelineStore {
   }
 
   private fileOf(id: string): string {
-    if (!ID.test(id)) throw new Error(`not a pipeline id: ${id}`);
+    if (!PIPELINE_ID.test(id)) throw new Error(`not a pipeline id: ${id}`);
     return path.join(this.dir, `${id}.json`);
   }
 
@@ -99,7 +99,7 @@ function decode(text: string, entry: string): PipelineRecord {
   const raw = JSON.parse(text) as Record<string, unknown>;
   if (raw.format !== FORMAT) throw new Error(`unknown format ${JSON.stringify(raw.format)}`);
   const { id, seq, created_at: createdAt, spec } = raw;
-  if (typeof id !== 'string' || !ID.test(id) || `${id}.json` !== entry) throw new Error('id does not match the file name');
+  if (typeof id !== 'string' || !PIPELINE_ID.test(id) || `${id}.json` !== entry) throw new Error('id does not match the file name');
   if (typeof seq !== 'number' || !Number.isSafeInteger(seq)) throw new Error('seq is not an integer');
   if (typeof createdAt !== 'string' || Number.isNaN(Date.parse(createdAt))) throw new Error('created_at is not a timestamp');
   try {
