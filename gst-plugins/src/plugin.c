@@ -3,12 +3,14 @@
  *   loudnorm      EBU R128 loudness normaliser with a true-peak limiter
  *   parametriceq  cascade of RBJ peaking biquads
  *   pipelinestats reads its sibling elements' counters and posts them as one message
+ *   rtpbatch      groups RTP packets into buffer lists: the sink wakes once per list
  */
 #include <gst/gst.h>
 
 GST_ELEMENT_REGISTER_DECLARE (loudnorm);
 GST_ELEMENT_REGISTER_DECLARE (parametriceq);
 GST_ELEMENT_REGISTER_DECLARE (pipelinestats);
+GST_ELEMENT_REGISTER_DECLARE (rtpbatch);
 
 static gboolean
 plugin_init (GstPlugin * plugin)
@@ -18,6 +20,7 @@ plugin_init (GstPlugin * plugin)
   ok |= GST_ELEMENT_REGISTER (loudnorm, plugin);
   ok |= GST_ELEMENT_REGISTER (parametriceq, plugin);
   ok |= GST_ELEMENT_REGISTER (pipelinestats, plugin);
+  ok |= GST_ELEMENT_REGISTER (rtpbatch, plugin);
   return ok;
 }
 
