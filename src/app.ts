@@ -97,10 +97,14 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
     statsIntervalMs: config.engine.metrics_interval_ms,
     stallAfterMs: Math.max(5000, 5 * config.engine.metrics_interval_ms),
   };
+  const compile = {
+    statsIntervalMs: config.engine.metrics_interval_ms,
+    packetsPerSend: config.engine.rtp_packets_per_send,
+  };
   const pipelines = new PipelineRegistry({
     store: new PipelineStore(config.stateDir),
     maxPipelines: config.engine.max_pipelines,
-    statsIntervalMs: config.engine.metrics_interval_ms,
+    compile,
     probePort: (port) => probeUdpPort(port),
     reservedPorts,
     log,
@@ -109,7 +113,7 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
   });
   const stations = new Stations(config.stations, {
     supervisorDeps,
-    statsIntervalMs: config.engine.metrics_interval_ms,
+    compile,
     probe: (port, transport) => (transport === 'udp' ? probeUdpPort(port) : probeTcpPort(port)),
     findHolder: (port, transport) => findPortHolder(port, transport),
     log,

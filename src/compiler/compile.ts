@@ -4,7 +4,8 @@
  * only validated numbers, enum values and addresses, each property its own argv token.
  *
  *   srtsrc (listener) ! decodebin ! audioconvert ! audioresample ! F32 48 kHz stereo
- *     ! queue ! level ! <processing steps in order> ! audioconvert ! rtpL24pay (1 ms) ! udpsink
+ *     ! queue ! level ! <processing steps in order> ! audioconvert ! rtpL24pay (1 ms)
+ *     [! rtpbatch (packets per send > 1)] ! udpsink
  *   pipelinestats (unlinked: reads the counters of src, buffer, pay and out every interval)
  *
  * Stations with an Icecast harbor start with `fdsrc fd=0` instead of srtsrc: the engine writes the
@@ -32,6 +33,12 @@ export interface CompilableSpec {
 export interface CompileOptions {
   /** Period of the elements' own reports (loudnorm messages), ms. */
   statsIntervalMs: number;
+  /**
+   * RTP packets (1 ms each) the sink sends per wake-up. 1: one packet every millisecond, each on
+   * time. N > 1: `rtpbatch` before udpsink groups N packets into a list that udpsink sends at
+   * the first one's time, so the last leaves N - 1 ms early, and the child wakes N times less.
+   */
+  packetsPerSend: number;
 }
 
 const MS = 1_000_000; // ns per ms
@@ -95,6 +102,7 @@ export function compilePipeline(spec: CompilableSpec, options: CompileOptions): 
     ...spec.processing.map((step, index) => compileStep(step, index, options)),
     element('audioconvert', { name: 'outconvert' }),
     element('rtpL24pay', { name: 'pay', pt: 96, 'min-ptime': 1 * MS, 'max-ptime': 1 * MS }),
+    ...(options.packetsPerSend > 1 ? [element('rtpbatch', { name: 'batch', packets: options.packetsPerSend })] : []),
     element('udpsink', {
       name: 'out',
       host: spec.output.host,

@@ -53,6 +53,7 @@ export const ELEMENTS = {
   loudnorm: { name, target: num(-70, -5), 'true-peak': num(-9, 0), interval: int(10_000_000, I64_NS) },
   parametriceq: { name, bands: { kind: 'eq-bands' } },
   rtpL24pay: { name, pt: int(96, 127), 'min-ptime': int(0, I64_NS), 'max-ptime': int(-1, I64_NS) },
+  rtpbatch: { name, packets: int(2, 16) },
   udpsink: {
     name,
     host: { kind: 'host' },

@@ -31,6 +31,11 @@ export const EngineConfig = Type.Object(
     state_dir: Type.String({ minLength: 1, default: 'var' }),
     max_pipelines: Type.Integer({ minimum: 1, maximum: 1024, default: 64 }),
     metrics_interval_ms: Type.Integer({ minimum: 100, maximum: 60000, default: 1000 }),
+    /**
+     * RTP packets (1 ms each) a pipeline's sink sends per wake-up: 1 = one packet each
+     * millisecond; N = N packets back to back every N ms, the last N - 1 ms early.
+     */
+    rtp_packets_per_send: Type.Integer({ minimum: 1, maximum: 16, default: 4 }),
   },
   { ...strict, default: {} },
 );

@@ -12,7 +12,7 @@
  */
 import type { Writable } from 'node:stream';
 import type { Logger } from 'pino';
-import { compilePipeline, type CompilableSpec } from '../compiler/compile.js';
+import { compilePipeline, type CompilableSpec, type CompileOptions } from '../compiler/compile.js';
 import type { StationConfig } from '../config/schema.js';
 import { PortInUseError } from '../errors.js';
 import type { PortProbe } from '../net/udp-port.js';
@@ -27,7 +27,8 @@ export const harborPort = (number: number): number => HARBOR_BASE_PORT + number 
 
 export interface StationDeps {
   supervisorDeps: SupervisorDeps;
-  statsIntervalMs: number;
+  /** How the station compiles to gst-launch argv (stats period, RTP packets per send). */
+  compile: CompileOptions;
   probe: (port: number, transport: Transport) => Promise<PortProbe>;
   findHolder: (port: number, transport: Transport) => Promise<PortHolder | undefined>;
   log: Logger;
@@ -86,7 +87,7 @@ export class Station {
       processing: config.processing,
       output: config.output,
     };
-    const args = compilePipeline(spec, { statsIntervalMs: deps.statsIntervalMs });
+    const args = compilePipeline(spec, deps.compile);
     this.supervisor = new PipelineSupervisor(`station:${config.id}`, args, deps.supervisorDeps, {
       stdin: config.harbor === 'icecast',
       logFields: { station_id: config.id },

@@ -4,7 +4,7 @@
  * before it answers. At start every stored pipeline comes back with its id and runs again.
  */
 import type { Logger } from 'pino';
-import { compilePipeline } from '../compiler/compile.js';
+import { compilePipeline, type CompileOptions } from '../compiler/compile.js';
 import { LimitError, NotFoundError, PortInUseError } from '../errors.js';
 import type { PortProbe } from '../net/udp-port.js';
 import type { PipelineSpec } from '../spec/schema.js';
@@ -35,7 +35,8 @@ export interface RegistryOptions {
   store: PipelineStore;
   supervisorDeps: SupervisorDeps;
   maxPipelines: number;
-  statsIntervalMs: number;
+  /** How pipeline specs compile to gst-launch argv (stats period, RTP packets per send). */
+  compile: CompileOptions;
   probePort: (port: number) => Promise<PortProbe>;
   /** UDP ports held by something else of this engine (station harbors), with their owner. */
   reservedPorts: ReadonlyMap<number, string>;
@@ -148,7 +149,7 @@ export class PipelineRegistry {
   }
 
   private startPipeline(record: PipelineRecord): Pipeline {
-    const args = compilePipeline(record.spec, { statsIntervalMs: this.options.statsIntervalMs });
+    const args = compilePipeline(record.spec, this.options.compile);
     const supervisor = new PipelineSupervisor(record.id, args, this.options.supervisorDeps);
     const pipeline: Pipeline = { record, supervisor };
     this.pipelines.set(record.id, pipeline);

@@ -6,7 +6,7 @@ import { parsePipelineSpec } from '../../src/spec/validate.js';
 import { EXAMPLE } from '../fixtures/example.js';
 
 void t.test('the exact argv of the interface example', async (t) => {
-  const argv = compilePipeline(parsePipelineSpec(EXAMPLE), { statsIntervalMs: 1000 });
+  const argv = compilePipeline(parsePipelineSpec(EXAMPLE), { statsIntervalMs: 1000, packetsPerSend: 1 });
   t.same(argv, [
     '-m', '-f', '-e', '--',
     'srtsrc', 'name=src', 'mode=listener', 'localaddress=0.0.0.0', 'localport=9000', 'latency=120', 'poll-timeout=100', 'keep-listening=false', 'wait-for-connection=true',
@@ -31,7 +31,7 @@ void t.test('steps compile in order; the multicast interface is its own token', 
     processing: [{ plugin: 'eq', bands: [{ freq: 1000, gain: -3, q: 2.5 }] }, { plugin: 'loudness-normalize', target: -16.5, true_peak: -2 }],
     output: { type: 'rtp', host: 'ff02::1', port: 5004, ttl: 4, interface: 'eth0' },
   });
-  const argv = compilePipeline(spec, { statsIntervalMs: 250 });
+  const argv = compilePipeline(spec, { statsIntervalMs: 250, packetsPerSend: 1 });
   const eq = argv.indexOf('parametriceq');
   const ln = argv.indexOf('loudnorm');
   t.ok(eq > 0 && ln > eq, 'eq before loudness, as asked');
@@ -42,8 +42,21 @@ void t.test('steps compile in order; the multicast interface is its own token', 
   t.ok(argv.includes('multicast-iface=eth0'));
 });
 
+void t.test('packets per send > 1 puts rtpbatch between the payloader and the sink; 1 leaves it out', async (t) => {
+  const batched = compilePipeline(parsePipelineSpec(EXAMPLE), { statsIntervalMs: 1000, packetsPerSend: 4 });
+  const pay = batched.indexOf('rtpL24pay');
+  const sink = batched.indexOf('udpsink');
+  t.same(batched.slice(sink - 4, sink), ['rtpbatch', 'name=batch', 'packets=4', '!']);
+  t.ok(pay > 0 && pay < sink - 4, 'after the payloader');
+  t.ok(batched.includes('payloader=pay'), 'pipelinestats still counts packets at the payloader');
+  const strict = compilePipeline(parsePipelineSpec(EXAMPLE), { statsIntervalMs: 1000, packetsPerSend: 1 });
+  t.notOk(strict.includes('rtpbatch'));
+  t.same([...batched.slice(0, sink - 4), ...batched.slice(sink)], strict, 'otherwise the same graph');
+  t.throws(() => compilePipeline(parsePipelineSpec(EXAMPLE), { statsIntervalMs: 1000, packetsPerSend: 17 }), UnsafeValueError, 'out of the allow-list range');
+});
+
 void t.test('every description token is free of what the gst-launch parser splits on', async (t) => {
-  const argv = compilePipeline(parsePipelineSpec(EXAMPLE), { statsIntervalMs: 1000 });
+  const argv = compilePipeline(parsePipelineSpec(EXAMPLE), { statsIntervalMs: 1000, packetsPerSend: 4 });
   for (const token of argv.slice(4)) t.notMatch(token, /[\s'\\;()]/, token);
 });
 

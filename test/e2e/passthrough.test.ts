@@ -2,20 +2,40 @@
  * End to end with real processes: the engine, its gst-launch-1.0 child, an ffmpeg SRT caller and
  * an RTP receiver on loopback. Audio passes an empty processing list unchanged in level.
  */
+import { readFile } from 'node:fs/promises';
 import t from 'tap';
 import { api, createPipeline, isRunning, startEngine, waitForPipeline } from '../helpers/engine-process.js';
 import { freeUdpPort } from '../helpers/ports.js';
 import { RtpReceiver, sineRmsDbfs } from '../helpers/rtp-receiver.js';
 import { sendSine } from '../helpers/srt-sender.js';
 
-for (const codec of ['aac', 's302m'] as const) {
-  void t.test(`${codec} over SRT comes out as RTP L24 at the level it went in`, async (t) => {
-    const engine = await startEngine(t);
+/** The argv of a pipeline's running child (setpriv execs gst-launch-1.0 in the same process). */
+async function childArgv(engine: Awaited<ReturnType<typeof startEngine>>, id: string): Promise<string[]> {
+  const spawned = await engine.waitForLog((l) => l.event === 'spawn' && l.pipeline_id === id);
+  const cmdline = await readFile(`/proc/${String(spawned.pid)}/cmdline`, 'utf8');
+  return cmdline.split('\0');
+}
+
+// packetsPerSend: undefined = the default config (4 packets per send, through rtpbatch); 1 = one per ms
+const cases = [
+  { codec: 'aac', packetsPerSend: undefined },
+  { codec: 's302m', packetsPerSend: undefined },
+  { codec: 'aac', packetsPerSend: 1 },
+] as const;
+
+for (const { codec, packetsPerSend } of cases) {
+  const sending = packetsPerSend === undefined ? 'default sending' : `rtp_packets_per_send = ${packetsPerSend}`;
+  void t.test(`${codec} over SRT comes out as RTP L24 at the level it went in (${sending})`, async (t) => {
+    const engine = await startEngine(t, packetsPerSend === undefined ? {} : { extraToml: `rtp_packets_per_send = ${packetsPerSend}` });
     const receiver = await RtpReceiver.open();
     t.teardown(() => receiver.close());
     const srtPort = await freeUdpPort();
     const { id } = await createPipeline(engine, { name: `passthrough ${codec}`, srtPort, outPort: receiver.port });
     await waitForPipeline(engine, id, isRunning, 'running');
+    const argv = await childArgv(engine, id);
+    const batch = argv.indexOf('rtpbatch');
+    if (packetsPerSend === 1) t.equal(batch, -1, 'no rtpbatch: the sink sends each packet on its own');
+    else t.same(argv.slice(batch - 1, batch + 4), ['!', 'rtpbatch', 'name=batch', 'packets=4', '!'], 'rtpbatch packets=4 before the sink');
 
     const amplitude = 0.5;
     const sender = sendSine({ port: srtPort, amplitude, seconds: 5, codec });
