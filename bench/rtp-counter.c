@@ -1,0 +1,310 @@
+/*
+ * rtp-counter: the RTP receivers of the engine scale benchmark (bench/engine.ts), one process for
+ * all N pipelines. Counts RTP packets and sequence gaps per UDP socket, as the old per-pipeline
+ * Node counter did (and test/helpers/rtp-receiver.ts does), without decoding the payload.
+ *
+ *   rtp-counter N [PACE_US]
+ *
+ * Binds N UDP sockets on 127.0.0.1 (ephemeral ports, SO_RCVBUF 4 MiB) and prints one JSON line:
+ *   {"ports":[P1,...,PN],"rcvbuf":BYTES}
+ * then reads commands on stdin, one a line, and answers each with one line on stdout:
+ *   reset     -> ok            counters to zero; the next packet of each socket is not a gap
+ *   snapshot  -> {"window_s":S,"sockets":[{"port":P,"packets":X,"gaps":G,"drops":D},...]}
+ *                S = seconds since the last reset (CLOCK_MONOTONIC, or since start), D = datagrams
+ *                the kernel dropped on that socket's full receive buffer since then (SO_RXQ_OVFL):
+ *                a gap that is the counter's own fault, not the sender's
+ *   (other)   -> error unknown command
+ * A packet counts when it is at least 12 bytes long and its version field is 2; it is a gap
+ * when its sequence number is not the previous one + 1 (mod 65536).
+ *
+ * Waits with epoll, reads with recvmmsg (64 datagrams a call, only their first 16 bytes: MSG_TRUNC
+ * gives the real length), then sleeps PACE_US microseconds (default 1000, 0 = none) so that the
+ * cost is a few wake-ups per millisecond whatever N is; the kernel buffers hold the packets
+ * meanwhile. Exits when stdin closes, on SIGTERM/SIGINT/SIGHUP and when its parent dies.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <arpa/inet.h>
+#include <time.h>
+#include <unistd.h>
+
+#define BATCH 64
+#define HEAD 16
+#define MAX_SOCKETS 4096
+#define RCVBUF (4 * 1024 * 1024)
+
+struct counter {
+	int fd;
+	int port;
+	uint64_t packets;
+	uint64_t gaps;
+	int last_seq; /* -1: none yet in this window */
+	uint32_t drops_total; /* kernel's count for the socket (SO_RXQ_OVFL), as last seen */
+	uint32_t drops_at_reset;
+};
+
+static struct counter *counters;
+static int n_counters;
+static double window_start;
+
+static volatile sig_atomic_t stop_requested;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop_requested = 1;
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void die(const char *what)
+{
+	fprintf(stderr, "rtp-counter: %s: %s\n", what, strerror(errno));
+	exit(1);
+}
+
+/* Writes all of buf to stdout; exits when stdout is gone. */
+static void write_all(const char *buf, size_t len)
+{
+	while (len > 0) {
+		ssize_t w = write(STDOUT_FILENO, buf, len);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			exit(0);
+		}
+		buf += w;
+		len -= (size_t)w;
+	}
+}
+
+static void reset_all(void)
+{
+	for (int i = 0; i < n_counters; i++) {
+		counters[i].packets = 0;
+		counters[i].gaps = 0;
+		counters[i].last_seq = -1;
+		counters[i].drops_at_reset = counters[i].drops_total;
+	}
+	window_start = now_s();
+}
+
+static void snapshot(void)
+{
+	size_t cap = 64 + (size_t)n_counters * 96;
+	char *buf = malloc(cap);
+	if (buf == NULL)
+		die("malloc");
+	size_t len = (size_t)snprintf(buf, cap, "{\"window_s\":%.6f,\"sockets\":[", now_s() - window_start);
+	for (int i = 0; i < n_counters; i++) {
+		const struct counter *c = &counters[i];
+		len += (size_t)snprintf(buf + len, cap - len, "%s{\"port\":%d,\"packets\":%llu,\"gaps\":%llu,\"drops\":%u}",
+					i == 0 ? "" : ",", c->port, (unsigned long long)c->packets,
+					(unsigned long long)c->gaps, c->drops_total - c->drops_at_reset);
+	}
+	len += (size_t)snprintf(buf + len, cap - len, "]}\n");
+	write_all(buf, len);
+	free(buf);
+}
+
+static void command(const char *line)
+{
+	if (strcmp(line, "reset") == 0) {
+		reset_all();
+		write_all("ok\n", 3);
+	} else if (strcmp(line, "snapshot") == 0) {
+		snapshot();
+	} else if (line[0] != '\0') {
+		const char *msg = "error unknown command\n";
+		write_all(msg, strlen(msg));
+	}
+}
+
+/* Reads what stdin has; runs each whole line. Returns 0 when stdin is closed. */
+static int read_stdin(void)
+{
+	static char line[256];
+	static size_t used;
+	char buf[1024];
+	ssize_t r = read(STDIN_FILENO, buf, sizeof buf);
+	if (r < 0)
+		return errno == EINTR || errno == EAGAIN;
+	if (r == 0)
+		return 0;
+	for (ssize_t i = 0; i < r; i++) {
+		char ch = buf[i];
+		if (ch == '\n') {
+			line[used] = '\0';
+			if (used > 0 && line[used - 1] == '\r')
+				line[used - 1] = '\0';
+			command(line);
+			used = 0;
+		} else if (used < sizeof line - 1) {
+			line[used++] = ch;
+		}
+	}
+	return 1;
+}
+
+static union {
+	char buf[CMSG_SPACE(sizeof(uint32_t))];
+	struct cmsghdr align;
+} controls[BATCH];
+static unsigned char heads[BATCH][HEAD];
+static struct iovec iovs[BATCH];
+static struct mmsghdr msgs[BATCH];
+
+/* Reads every datagram queued on the socket (bounded: at most 64 batches a call). */
+static void drain(struct counter *c)
+{
+	for (int round = 0; round < 64; round++) {
+		for (int i = 0; i < BATCH; i++) {
+			msgs[i].msg_hdr.msg_control = controls[i].buf;
+			msgs[i].msg_hdr.msg_controllen = sizeof controls[i].buf;
+			msgs[i].msg_hdr.msg_flags = 0;
+		}
+		int got = recvmmsg(c->fd, msgs, BATCH, MSG_DONTWAIT | MSG_TRUNC, NULL);
+		if (got <= 0)
+			return;
+		for (int i = 0; i < got; i++) {
+			const unsigned char *p = heads[i];
+			for (struct cmsghdr *cm = CMSG_FIRSTHDR(&msgs[i].msg_hdr); cm != NULL;
+			     cm = CMSG_NXTHDR(&msgs[i].msg_hdr, cm)) {
+				if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SO_RXQ_OVFL)
+					memcpy(&c->drops_total, CMSG_DATA(cm), sizeof(uint32_t));
+			}
+			if (msgs[i].msg_len < 12 || (p[0] >> 6) != 2)
+				continue;
+			int seq = (p[2] << 8) | p[3];
+			if (c->last_seq >= 0 && seq != ((c->last_seq + 1) & 0xffff))
+				c->gaps++;
+			c->last_seq = seq;
+			c->packets++;
+		}
+		if (got < BATCH)
+			return;
+	}
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2 || argc > 3) {
+		fprintf(stderr, "usage: rtp-counter N [PACE_US]\n");
+		return 2;
+	}
+	n_counters = atoi(argv[1]);
+	long pace_us = argc == 3 ? atol(argv[2]) : 1000;
+	if (n_counters < 1 || n_counters > MAX_SOCKETS || pace_us < 0 || pace_us > 100000) {
+		fprintf(stderr, "rtp-counter: N is 1-%d, PACE_US 0-100000\n", MAX_SOCKETS);
+		return 2;
+	}
+
+	prctl(PR_SET_PDEATHSIG, SIGTERM);
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_signal;
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	signal(SIGPIPE, SIG_DFL);
+
+	for (int i = 0; i < BATCH; i++) {
+		iovs[i].iov_base = heads[i];
+		iovs[i].iov_len = HEAD;
+		memset(&msgs[i], 0, sizeof msgs[i]);
+		msgs[i].msg_hdr.msg_iov = &iovs[i];
+		msgs[i].msg_hdr.msg_iovlen = 1;
+	}
+
+	int ep = epoll_create1(EPOLL_CLOEXEC);
+	if (ep < 0)
+		die("epoll_create1");
+	struct epoll_event ev = { .events = EPOLLIN, .data.u32 = UINT32_MAX };
+	if (epoll_ctl(ep, EPOLL_CTL_ADD, STDIN_FILENO, &ev) < 0)
+		die("epoll_ctl stdin");
+
+	counters = calloc((size_t)n_counters, sizeof *counters);
+	if (counters == NULL)
+		die("calloc");
+	int rcvbuf = 0;
+	for (int i = 0; i < n_counters; i++) {
+		struct counter *c = &counters[i];
+		c->fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+		if (c->fd < 0)
+			die("socket");
+		int size = RCVBUF;
+		/* SO_RCVBUFFORCE passes net.core.rmem_max when allowed (CAP_NET_ADMIN) */
+		if (setsockopt(c->fd, SOL_SOCKET, SO_RCVBUFFORCE, &size, sizeof size) < 0)
+			setsockopt(c->fd, SOL_SOCKET, SO_RCVBUF, &size, sizeof size);
+		int one = 1;
+		setsockopt(c->fd, SOL_SOCKET, SO_RXQ_OVFL, &one, sizeof one);
+		struct sockaddr_in addr = { .sin_family = AF_INET, .sin_port = 0 };
+		addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		if (bind(c->fd, (struct sockaddr *)&addr, sizeof addr) < 0)
+			die("bind 127.0.0.1");
+		socklen_t alen = sizeof addr;
+		if (getsockname(c->fd, (struct sockaddr *)&addr, &alen) < 0)
+			die("getsockname");
+		c->port = ntohs(addr.sin_port);
+		socklen_t slen = sizeof rcvbuf;
+		getsockopt(c->fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, &slen);
+		struct epoll_event sev = { .events = EPOLLIN, .data.u32 = (uint32_t)i };
+		if (epoll_ctl(ep, EPOLL_CTL_ADD, c->fd, &sev) < 0)
+			die("epoll_ctl socket");
+	}
+	reset_all();
+
+	{
+		size_t cap = 64 + (size_t)n_counters * 8;
+		char *buf = malloc(cap);
+		if (buf == NULL)
+			die("malloc");
+		size_t len = (size_t)snprintf(buf, cap, "{\"ports\":[");
+		for (int i = 0; i < n_counters; i++)
+			len += (size_t)snprintf(buf + len, cap - len, "%s%d", i == 0 ? "" : ",", counters[i].port);
+		len += (size_t)snprintf(buf + len, cap - len, "],\"rcvbuf\":%d}\n", rcvbuf);
+		write_all(buf, len);
+		free(buf);
+	}
+
+	int max_events = n_counters + 1;
+	struct epoll_event *events = calloc((size_t)max_events, sizeof *events);
+	if (events == NULL)
+		die("calloc");
+	const struct timespec pace = { .tv_sec = 0, .tv_nsec = pace_us * 1000 };
+	while (!stop_requested) {
+		int n = epoll_wait(ep, events, max_events, -1);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			die("epoll_wait");
+		}
+		int stdin_ready = 0;
+		for (int i = 0; i < n; i++) {
+			if (events[i].data.u32 == UINT32_MAX)
+				stdin_ready = 1;
+			else
+				drain(&counters[events[i].data.u32]);
+		}
+		/* commands after the packets of this round, so a snapshot includes them */
+		if (stdin_ready && !read_stdin())
+			break;
+		if (pace_us > 0)
+			nanosleep(&pace, NULL);
+	}
+	return 0;
+}
