@@ -1,16 +1,16 @@
 /**
  * What the engine benchmarks (bench/engine.ts) run against: the real engine
  * (`node dist/audio-engine.mjs --config FILE`) in a temp folder with free loopback ports, its JSON log
- * lines, its Prometheus metrics, SRT senders (one process each), light RTP counters, and CPU
- * readings from /proc. Every process started here is ended by `stop()` / `stopAll()`, process
- * group and all, also when a bench fails.
+ * lines, its Prometheus metrics, SRT senders (one gst-launch-1.0 for all pipelines by default), the
+ * RTP counter (bench/rtp-counter.c, one process for all receivers), and CPU readings from /proc.
+ * Every process started here is ended by `stop()` / `stopAll()`, process group and all, also when
+ * a bench fails.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createSocket, type Socket } from 'node:dgram';
-import { copyFile, mkdir, readdir, readFile, rename, writeFile } from 'node:fs/promises';
+import { copyFile, mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { createInterface } from 'node:readline';
+import { createInterface, type Interface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { findLeftovers } from '../src/supervisor/reap.js';
 import { freeTcpPort } from '../test/helpers/ports.js';
@@ -150,6 +150,8 @@ export interface BenchEngineOptions {
   maxPipelines?: number;
   /** a warm GStreamer registry to copy into the state folder first (children then start warm) */
   registryFrom?: string;
+  /** `rtp_packets_per_send` under [engine] (RTP packets the sink sends per wake-up); not written when unset */
+  rtpPacketsPerSend?: number;
   env?: NodeJS.ProcessEnv;
 }
 
@@ -216,6 +218,7 @@ export class BenchEngine {
         '[engine]',
         'state_dir = "state"',
         `max_pipelines = ${options.maxPipelines ?? 64}`,
+        ...(options.rtpPacketsPerSend === undefined ? [] : [`rtp_packets_per_send = ${options.rtpPacketsPerSend}`]),
         '',
       ].join('\n'),
     );
@@ -299,62 +302,176 @@ export class BenchEngine {
 // ---------------------------------------------------------------------------------------------
 // RTP and SRT
 
+export const RTP_COUNTER_SOURCE = path.join(ROOT, 'bench', 'rtp-counter.c');
+
 /**
- * Counts RTP packets and sequence gaps on a loopback UDP port, the way test/helpers/rtp-receiver.ts
- * does, without decoding the payload: at 1000 packets/s per pipeline and up to 64 pipelines the
- * test receiver's per-sample decoding would be the biggest CPU user of the machine.
+ * Compiles bench/rtp-counter.c to `<cacheDir>/rtp-counter` (`cc -O2 -Wall -Werror`) when the
+ * binary is missing or older than the source; returns the binary. The compiler writes a temp file
+ * that is then renamed, so that a bench running at the same time never runs half a binary.
  */
-export class RtpCounter {
-  packets = 0;
-  gaps = 0;
-  private lastSeq: number | undefined;
+export async function rtpCounterBinary(cacheDir: string): Promise<string> {
+  await mkdir(cacheDir, { recursive: true });
+  const binary = path.join(cacheDir, 'rtp-counter');
+  const [src, bin] = await Promise.all([stat(RTP_COUNTER_SOURCE), stat(binary).catch(() => undefined)]);
+  if (bin !== undefined && bin.mtimeMs >= src.mtimeMs) return binary;
+  const tmp = `${binary}.${process.pid}.tmp`;
+  const child = spawn('cc', ['-O2', '-Wall', '-Werror', '-o', tmp, RTP_COUNTER_SOURCE], { stdio: ['ignore', 'ignore', 'pipe'] });
+  let err = '';
+  child.stderr?.on('data', (d: Buffer) => {
+    err += d.toString();
+  });
+  const code = await new Promise<number | null>((resolve, reject) => {
+    child.once('error', (e) => reject(new Error(`cannot run cc to build the RTP counter (scripts/setup.sh installs gcc): ${e.message}`)));
+    child.once('exit', (c) => resolve(c));
+  });
+  if (code !== 0) {
+    await rm(tmp, { force: true });
+    throw new Error(`cc could not build ${RTP_COUNTER_SOURCE} (${String(code)}): ${err.trim()}`);
+  }
+  await rename(tmp, binary);
+  return binary;
+}
+
+/** Packets and sequence gaps of one receiver since the last reset. */
+export interface RtpCount {
+  port: number;
+  packets: number;
+  gaps: number;
+  /** datagrams the kernel dropped on the counter's full socket buffer (the counter's fault) */
+  drops: number;
+}
+
+export interface RtpSnapshot {
+  /** seconds since the last reset, on the counter's clock */
+  windowS: number;
+  sockets: RtpCount[];
+}
+
+/**
+ * The RTP receivers: one bench/rtp-counter process with N UDP sockets on 127.0.0.1, counting
+ * packets and sequence gaps as test/helpers/rtp-receiver.ts does, without decoding the payload
+ * (at 1000 packets/s per pipeline, Node handling every datagram cost ~2 % of a core per
+ * pipeline). Talks a line protocol over the child's stdin/stdout; the child exits when its stdin
+ * closes, so it never outlives the bench.
+ */
+export class RtpCounters {
+  private readonly replies: string[] = [];
+  private readonly waiting: ((line: string | undefined) => void)[] = [];
+  private queue: Promise<unknown> = Promise.resolve();
+  /** why it cannot answer any more (exited, or an answer came too late to be matched) */
+  private broken: string | undefined;
+  readonly exited: Promise<void>;
+  readonly stderr: string[] = [];
+  /** ports the counter bound, in order (one per receiver) */
+  ports: number[] = [];
+  /** SO_RCVBUF of its sockets as the kernel reports it */
+  rcvbufBytes = 0;
 
   private constructor(
-    private readonly socket: Socket,
-    readonly port: number,
+    readonly child: ChildProcess,
+    lines: Interface,
   ) {
-    socket.on('message', (packet: Buffer) => {
-      if (packet.length < 12 || ((packet[0] ?? 0) >> 6) !== 2) return;
-      const seq = packet.readUInt16BE(2);
-      if (this.lastSeq !== undefined && seq !== ((this.lastSeq + 1) & 0xffff)) this.gaps += 1;
-      this.lastSeq = seq;
-      this.packets += 1;
+    lines.on('line', (line) => {
+      const w = this.waiting.shift();
+      if (w !== undefined) w(line);
+      else this.replies.push(line);
+    });
+    lines.on('close', () => {
+      this.broken ??= 'rtp-counter exited';
+      for (const w of this.waiting.splice(0)) w(undefined);
+    });
+    if (child.stderr !== null) createInterface({ input: child.stderr }).on('line', (t) => this.stderr.push(t));
+    this.exited = exitedPromise(child);
+  }
+
+  /** Starts `binary N` and reads the ports it bound. */
+  static async start(binary: string, n: number): Promise<RtpCounters> {
+    const child = spawn(binary, [String(n)], { stdio: ['pipe', 'pipe', 'pipe'] });
+    child.on('error', () => undefined);
+    child.stdin?.on('error', () => undefined);
+    if (child.stdout === null) throw new Error('rtp-counter: no stdout');
+    const counters = new RtpCounters(child, createInterface({ input: child.stdout }));
+    try {
+      const hello = JSON.parse(await counters.nextLine(10_000)) as { ports: number[]; rcvbuf: number };
+      if (!Array.isArray(hello.ports) || hello.ports.length !== n) throw new Error(`rtp-counter bound ${String(hello.ports?.length)} ports, not ${n}`);
+      counters.ports = hello.ports;
+      counters.rcvbufBytes = hello.rcvbuf;
+    } catch (e) {
+      await counters.stop();
+      throw e;
+    }
+    return counters;
+  }
+
+  get pid(): number | undefined {
+    return this.child.pid;
+  }
+
+  private nextLine(timeoutMs: number): Promise<string> {
+    const failed = (): Error => new Error(`${this.broken ?? 'rtp-counter'}: ${this.stderr.join('\n')}`);
+    if (this.broken !== undefined) return Promise.reject(failed());
+    const ready = this.replies.shift();
+    if (ready !== undefined) return Promise.resolve(ready);
+    return new Promise((resolve, reject) => {
+      const w = (line: string | undefined): void => {
+        clearTimeout(timer);
+        if (line === undefined) reject(failed());
+        else resolve(line);
+      };
+      const timer = setTimeout(() => {
+        const i = this.waiting.indexOf(w);
+        if (i >= 0) this.waiting.splice(i, 1);
+        this.broken = `rtp-counter did not answer in ${timeoutMs} ms`;
+        reject(failed());
+      }, timeoutMs);
+      this.waiting.push(w);
     });
   }
 
-  static async open(): Promise<RtpCounter> {
-    const socket = createSocket('udp4');
-    await new Promise<void>((resolve, reject) => {
-      socket.once('error', reject);
-      socket.bind(0, '127.0.0.1', () => resolve());
+  /** One command, one answer line; commands run one after the other. */
+  private ask(command: string): Promise<string> {
+    const answer = this.queue.then(async () => {
+      this.child.stdin?.write(`${command}\n`);
+      return this.nextLine(5000);
     });
-    try {
-      socket.setRecvBufferSize(4 * 1024 * 1024); // capped by net.core.rmem_max
-    } catch {
-      // the default buffer then
-    }
-    return new RtpCounter(socket, socket.address().port);
+    this.queue = answer.catch(() => undefined);
+    return answer;
   }
 
   /** Starts a new window: counts from zero (the next packet's sequence is not a gap). */
-  reset(): void {
-    this.packets = 0;
-    this.gaps = 0;
-    this.lastSeq = undefined;
+  async reset(): Promise<void> {
+    const answer = await this.ask('reset');
+    if (answer !== 'ok') throw new Error(`rtp-counter reset: ${answer}`);
   }
 
-  close(): Promise<void> {
-    return new Promise((resolve) => {
-      try {
-        this.socket.close(() => resolve());
-      } catch {
-        resolve();
-      }
-    });
+  async snapshot(): Promise<RtpSnapshot> {
+    const answer = await this.ask('snapshot');
+    const s = JSON.parse(answer) as { window_s: number; sockets: RtpCount[] };
+    return { windowS: s.window_s, sockets: s.sockets };
+  }
+
+  /** Closes its stdin (it exits), then SIGTERM and SIGKILL if it has not. */
+  async stop(): Promise<void> {
+    this.child.stdin?.end();
+    await Promise.race([this.exited, sleep(1000)]);
+    if (this.child.exitCode === null && this.child.signalCode === null) {
+      this.child.kill('SIGTERM');
+      await Promise.race([this.exited, sleep(1000)]);
+    }
+    if (this.child.exitCode === null && this.child.signalCode === null) {
+      this.child.kill('SIGKILL');
+      await Promise.race([this.exited, sleep(2000)]);
+    }
   }
 }
 
-export type SenderKind = 'gst' | 'ffmpeg';
+/**
+ * How the pipelines are fed: `gst-shared` one gst-launch-1.0 for all of them (the programme read
+ * once, a tee, one srtsink per pipeline), `gst` one gst-launch-1.0 per pipeline, `ffmpeg` one
+ * looping ffmpeg per pipeline.
+ */
+export type SenderKind = 'gst-shared' | 'gst' | 'ffmpeg';
+export const SENDER_KINDS: readonly SenderKind[] = ['gst-shared', 'gst', 'ffmpeg'];
 
 /**
  * Makes (once, cached by name in `cacheDir`) the programme every sender plays: 60 s of stereo
@@ -392,26 +509,51 @@ export async function programmeTs(cacheDir: string): Promise<string> {
   return file;
 }
 
-/** The argv of one sender of `file` to an SRT listener on 127.0.0.1:port (latency 300 ms). */
-export function senderCommand(kind: SenderKind, file: string, port: number): string[] {
-  if (kind === 'ffmpeg') {
-    return ['ffmpeg', '-nostdin', '-hide_banner', '-loglevel', 'error', '-re', '-stream_loop', '-1', '-i', file, '-c', 'copy',
-      '-f', 'mpegts', `srt://127.0.0.1:${port}?mode=caller&latency=300000`];
-  }
-  // plays the 60 s file once, paced by its PCR timestamps (srtsink sync=true)
-  return ['gst-launch-1.0', '-q', 'filesrc', `location=${file}`, '!', 'tsparse', 'set-timestamps=true', '!',
-    'srtsink', `uri=srt://127.0.0.1:${port}?mode=caller&latency=300`, 'sync=true'];
+function srtsink(port: number): string[] {
+  return ['srtsink', `uri=srt://127.0.0.1:${port}?mode=caller&latency=300`, 'sync=true'];
 }
 
-export class Sender {
-  private constructor(readonly child: ChildProcess, readonly command: string[]) {}
+/**
+ * The argv of one sender process of `file` to the SRT listeners on 127.0.0.1:ports (latency
+ * 300 ms): every port for `gst-shared`, exactly one for the others.
+ */
+export function senderCommand(kind: SenderKind, file: string, ports: number[]): string[] {
+  const [first] = ports;
+  if (first === undefined || (kind !== 'gst-shared' && ports.length !== 1)) throw new Error(`a ${kind} sender takes one port`);
+  switch (kind) {
+    case 'ffmpeg':
+      return ['ffmpeg', '-nostdin', '-hide_banner', '-loglevel', 'error', '-re', '-stream_loop', '-1', '-i', file, '-c', 'copy',
+        '-f', 'mpegts', `srt://127.0.0.1:${first}?mode=caller&latency=300000`];
+    case 'gst':
+      // plays the 60 s file once, paced by its PCR timestamps (srtsink sync=true)
+      return ['gst-launch-1.0', '-q', 'filesrc', `location=${file}`, '!', 'tsparse', 'set-timestamps=true', '!', ...srtsink(first)];
+    case 'gst-shared':
+      // the same, read and parsed once, then a tee with one srtsink per pipeline, all in the one
+      // streaming thread: the first sink waits for the clock, the others then send at once. No
+      // queue per branch: with 16 branches the queues cost as much or a little more (2.6 % of a
+      // core against 2.5 %, bench/README.md). async=false because without queues the first sink
+      // to preroll would block the tee, so the others could never preroll.
+      return ['gst-launch-1.0', '-q', 'filesrc', `location=${file}`, '!', 'tsparse', 'set-timestamps=true', '!', 'tee', 'name=t',
+        ...ports.flatMap((p) => ['t.', '!', ...srtsink(p), 'async=false'])];
+  }
+}
 
-  static start(kind: SenderKind, file: string, port: number): Sender {
-    const command = senderCommand(kind, file, port);
+/** One sender process (for `gst-shared`, the one feeding every pipeline). */
+export class Sender {
+  private constructor(readonly child: ChildProcess, readonly command: string[], readonly ports: number[]) {}
+
+  static start(kind: SenderKind, file: string, ports: number[]): Sender {
+    const command = senderCommand(kind, file, ports);
     const [cmd, ...args] = command;
     const child = spawn(cmd ?? 'false', args, { stdio: 'ignore', detached: true });
     child.on('error', () => undefined);
-    return new Sender(child, command);
+    return new Sender(child, command, ports);
+  }
+
+  /** The senders of `kind` for SRT listeners on `ports`: one process, or one per port. */
+  static startAll(kind: SenderKind, file: string, ports: number[]): Sender[] {
+    if (kind === 'gst-shared') return [Sender.start(kind, file, ports)];
+    return ports.map((p) => Sender.start(kind, file, [p]));
   }
 
   get pid(): number | undefined {

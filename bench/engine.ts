@@ -2,7 +2,8 @@
  * Engine benchmarks: start-up, control plane and scale of the real engine
  * (`node dist/audio-engine.mjs`, run `npm run build` first), every process on 127.0.0.1.
  *
- *   node --import=tsx bench/engine.ts [--only engine|scale] [--quick] [--sender gst|ffmpeg] [--scale 1,8,16]
+ *   node --import=tsx bench/engine.ts [--only engine|scale] [--quick] [--sender gst-shared|gst|ffmpeg] [--scale 1,8,16]
+ *                                     [--window S] [--packets-per-send K]
  *
  * engine (runEngineBench with parts.engine):
  *   - ready: the engine spawned `readyRuns` times (one temp folder: the first run scans a cold
@@ -15,10 +16,14 @@
  *     GET /api/v1/pipelines with 8 pipelines listed.
  *   - gRPC unary: `grpcCalls` sequential GetHealth and ListPipelines (@grpc/grpc-js).
  * scale (parts.scale): for each N a fresh engine with N pipelines (loudness-normalize -23 and a
- *   3-band eq), each fed by its own SRT sender (the 60 s AAC MPEG-TS programme) and received as
- *   RTP L24 on 127.0.0.1; after `settleS` s of steady state, a `windowS` s window: per pipeline
- *   child CPU (audio_engine_pipeline_child_cpu_seconds_total deltas) and RSS, engine CPU and RSS,
- *   RTP packets and sequence gaps per pipeline, SRT packets lost/dropped, sender and harness CPU.
+ *   3-band eq), fed over SRT (the 60 s AAC MPEG-TS programme; by default one gst-launch-1.0 with a
+ *   tee and one srtsink per pipeline, `--sender gst` one process per pipeline) and received as
+ *   RTP L24 on 127.0.0.1 by one bench/rtp-counter process (N sockets); after `settleS` s of
+ *   steady state, a `windowS` s window: per pipeline child CPU
+ *   (audio_engine_pipeline_child_cpu_seconds_total deltas) and RSS, engine CPU and RSS, RTP
+ *   packets and sequence gaps per pipeline, SRT packets lost/dropped, the CPU of the senders, of
+ *   the counter ("receivers") and of this node process ("bench"). `--packets-per-send K` writes
+ *   `rtp_packets_per_send = K` in each engine's config.
  *   Real time = every pipeline: no RTP sequence gap, RTP rate within 2 % of 1000 packets/s, no
  *   SRT packet lost or dropped, no restart. The sweep stops at the first N that is not.
  */
@@ -32,11 +37,14 @@ import { freeUdpPort } from '../test/helpers/ports.js';
 import {
   BenchEngine,
   ROOT,
-  RtpCounter,
+  RTP_COUNTER_SOURCE,
+  RtpCounters,
+  SENDER_KINDS,
   Sender,
   loadAverage,
   procCpuSeconds,
   programmeTs,
+  rtpCounterBinary,
   senderCommand,
   sleep,
   stopAll,
@@ -63,7 +71,12 @@ export interface EngineBenchOptions {
   windowS?: number;
   settleS?: number;
   sender?: SenderKind;
-  /** where the sender programme is cached (default <tmpdir>/audioengine-bench) */
+  /**
+   * scale: `rtp_packets_per_send` written under [engine] in each engine's config (1-16, RTP
+   * packets the sink sends per wake-up); the key is left out when this is unset
+   */
+  packetsPerSend?: number;
+  /** where the sender programme and the rtp-counter binary are cached (default <tmpdir>/audioengine-bench) */
   cacheDir?: string;
   log?: (line: string) => void;
 }
@@ -121,6 +134,8 @@ export interface ScalePipelineSample {
   rssMiB: number;
   rtpPackets: number;
   rtpGaps: number;
+  /** datagrams the kernel dropped on the counter's socket (counted as gaps too: its own fault) */
+  rtpCounterDrops: number;
   rtpRatePerS: number;
   srtLost: number;
   srtDropped: number;
@@ -138,15 +153,19 @@ export interface ScaleStep {
   pipelineRssMiB: { median: number; max: number };
   engineCpuPct: number;
   engineRssMiB: number;
-  senderCpuPct: { perSender: number; sum: number };
-  /** this node process: the RTP counters and the bench itself */
-  harnessCpuPct: number;
+  /** every sender process together, and that sum / N (per pipeline fed, whatever the processes) */
+  senderCpuPct: { perSender: number; sum: number; processes: number };
+  /** the RTP receivers: the rtp-counter process (all N sockets) */
+  receiversCpuPct: number;
+  /** this node process: the bench itself (engine logs, metrics, the counter's answers) */
+  benchCpuPct: number;
   /**
-   * what the pipelines, the engine, the senders and this process used, in % of all cores
-   * (100 = both cores busy); /proc/stat's machine-wide counters are not usable in this VM
+   * what the pipelines, the engine, the senders, the receivers and this process used, in % of
+   * all cores (100 = both cores busy); /proc/stat's machine-wide counters are not usable in this VM
    */
   accountedPctOfMachine: number;
-  rtp: { totalGaps: number; minRatePerS: number; maxRatePerS: number };
+  /** rates over the counter's own window (its clock, from reset to snapshot) */
+  rtp: { totalGaps: number; counterDrops: number; minRatePerS: number; maxRatePerS: number };
   srt: { lost: number; dropped: number };
   /** ms from the first create to every pipeline running, and to every receiver getting packets */
   startAllMs: number;
@@ -156,7 +175,11 @@ export interface ScaleStep {
 }
 
 export interface ScaleResult {
-  sender: { kind: SenderKind; command: string[]; programme: string };
+  /** `command` as for one pipeline (for gst-shared: one branch shown, the process has one per pipeline) */
+  sender: { kind: SenderKind; command: string[]; processes: 'one for all pipelines' | 'one per pipeline'; programme: string };
+  receiver: { command: string[]; source: string; rcvbufBytes: number };
+  /** `rtp_packets_per_send` written in the engine config; null: not written (the engine's default) */
+  rtpPacketsPerSend: number | null;
   steps: ScaleStep[];
   /** largest N measured real time (0 when none) */
   largestRealTimeN: number;
@@ -183,6 +206,7 @@ interface Settings {
   windowS: number;
   settleS: number;
   sender: SenderKind;
+  packetsPerSend: number | undefined;
   cacheDir: string;
   log: (line: string) => void;
 }
@@ -199,7 +223,8 @@ function settings(opts: EngineBenchOptions): Settings {
     scaleNs: opts.scaleNs ?? (quick ? [1, 8] : [1, 8, 16, 32, 64]),
     windowS: opts.windowS ?? (quick ? 5 : 20),
     settleS: opts.settleS ?? (quick ? 3 : 5),
-    sender: opts.sender ?? 'gst',
+    sender: opts.sender ?? 'gst-shared',
+    packetsPerSend: opts.packetsPerSend,
     cacheDir: opts.cacheDir ?? path.join(tmpdir(), 'audioengine-bench'),
     log: opts.log ?? ((l: string) => process.stderr.write(`${l}\n`)),
   };
@@ -436,20 +461,34 @@ function value(table: MetricTable, name: string, id = ''): number {
   return table.get(name)?.get(id) ?? 0;
 }
 
-async function scaleStep(s: Settings, root: string, n: number, programme: string, registry: string | undefined): Promise<ScaleStep> {
-  const engine = await BenchEngine.spawn({ dir: path.join(root, `scale-${n}`), registryFrom: registry, maxPipelines: Math.max(64, n) });
-  const counters: RtpCounter[] = [];
-  const senders: Sender[] = [];
+interface ScaleRig {
+  programme: string;
+  registry: string | undefined;
+  counterBinary: string;
+  /** SO_RCVBUF the counter reported (the last step's) */
+  rcvbufBytes: number;
+}
+
+async function scaleStep(s: Settings, root: string, n: number, rig: ScaleRig): Promise<ScaleStep> {
+  const engine = await BenchEngine.spawn({
+    dir: path.join(root, `scale-${n}`),
+    registryFrom: rig.registry,
+    maxPipelines: Math.max(64, n),
+    rtpPacketsPerSend: s.packetsPerSend,
+  });
+  let counters: RtpCounters | undefined;
+  let senders: Sender[] = [];
   try {
     const loadBefore = await loadAverage();
     await engine.ready();
-    for (let i = 0; i < n; i++) counters.push(await RtpCounter.open());
+    counters = await RtpCounters.start(rig.counterBinary, n);
+    rig.rcvbufBytes = counters.rcvbufBytes;
     const t0 = performance.now();
-    const pipelines: { id: string; srtPort: number; counter: RtpCounter }[] = [];
-    for (const counter of counters) {
+    const pipelines: { id: string; srtPort: number; rtpPort: number }[] = [];
+    for (const rtpPort of counters.ports) {
       const srtPort = await freeUdpPort();
-      const id = await createPipeline(engine, `bench scale ${pipelines.length}`, srtPort, counter.port);
-      pipelines.push({ id, srtPort, counter });
+      const id = await createPipeline(engine, `bench scale ${pipelines.length}`, srtPort, rtpPort);
+      pipelines.push({ id, srtPort, rtpPort });
     }
     const running = new Set<string>();
     await engine.waitForLog((l) => {
@@ -461,11 +500,13 @@ async function scaleStep(s: Settings, root: string, n: number, programme: string
       if (!pipelines.every((p) => running.has(p.id))) throw new Error(`N=${n}: not every pipeline reached running`);
     });
     const startAllMs = performance.now() - t0;
-    for (const p of pipelines) senders.push(Sender.start(s.sender, programme, p.srtPort));
+    senders = Sender.startAll(s.sender, rig.programme, pipelines.map((p) => p.srtPort));
     const until = performance.now() + 30_000;
-    while (counters.some((c) => c.packets === 0)) {
-      if (performance.now() > until) throw new Error(`N=${n}: ${counters.filter((c) => c.packets === 0).length} receiver(s) got no RTP in 30 s`);
-      await sleep(100);
+    for (;;) {
+      const silent = (await counters.snapshot()).sockets.filter((c) => c.packets === 0).length;
+      if (silent === 0) break;
+      if (performance.now() > until) throw new Error(`N=${n}: ${silent} receiver(s) got no RTP in 30 s`);
+      await sleep(200);
     }
     const flowingMs = performance.now() - t0;
     await sleep(s.settleS * 1000);
@@ -474,28 +515,32 @@ async function scaleStep(s: Settings, root: string, n: number, programme: string
     const senderPids = senders.map((x) => x.pid);
     const m0 = await engine.metrics();
     const sender0 = await Promise.all(senderPids.map((pid) => procCpuSeconds(pid)));
-    const harness0 = process.cpuUsage();
-    for (const c of counters) c.reset();
+    const receivers0 = await procCpuSeconds(counters.pid);
+    const bench0 = process.cpuUsage();
+    await counters.reset();
     const w0 = performance.now();
     await sleep(s.windowS * 1000);
+    const snapshot = await counters.snapshot();
     const w1 = performance.now();
-    const snapshot = counters.map((c) => ({ packets: c.packets, gaps: c.gaps }));
-    const harness = process.cpuUsage(harness0);
+    const bench = process.cpuUsage(bench0);
+    const receivers1 = await procCpuSeconds(counters.pid);
     const sender1 = await Promise.all(senderPids.map((pid) => procCpuSeconds(pid)));
     const m1 = await engine.metrics();
     const windowS = (w1 - w0) / 1000;
+    const byPort = new Map(snapshot.sockets.map((c) => [c.port, c]));
 
     const reasons: string[] = [];
-    const samples: ScalePipelineSample[] = pipelines.map((p, i) => {
+    const samples: ScalePipelineSample[] = pipelines.map((p) => {
       const d = (name: string): number => value(m1, name, p.id) - value(m0, name, p.id);
-      const rtp = snapshot[i] ?? { packets: 0, gaps: 0 };
+      const rtp = byPort.get(p.rtpPort) ?? { packets: 0, gaps: 0, drops: 0 };
       return {
         id: p.id,
         cpuPct: (100 * d('audio_engine_pipeline_child_cpu_seconds_total')) / windowS,
         rssMiB: value(m1, 'audio_engine_pipeline_child_resident_memory_bytes', p.id) / 2 ** 20,
         rtpPackets: rtp.packets,
         rtpGaps: rtp.gaps,
-        rtpRatePerS: rtp.packets / windowS,
+        rtpCounterDrops: rtp.drops,
+        rtpRatePerS: rtp.packets / snapshot.windowS,
         srtLost: d('audio_engine_pipeline_srt_packets_lost_total'),
         srtDropped: d('audio_engine_pipeline_srt_packets_dropped_total'),
         srtReceived: d('audio_engine_pipeline_srt_packets_received_total'),
@@ -503,25 +548,32 @@ async function scaleStep(s: Settings, root: string, n: number, programme: string
       };
     });
     const gaps = samples.reduce((a, p) => a + p.rtpGaps, 0);
+    const counterDrops = samples.reduce((a, p) => a + p.rtpCounterDrops, 0);
     const lost = samples.reduce((a, p) => a + Math.max(0, p.srtLost), 0);
     const dropped = samples.reduce((a, p) => a + Math.max(0, p.srtDropped), 0);
     const rates = samples.map((p) => p.rtpRatePerS);
     const slow = samples.filter((p) => Math.abs(p.rtpRatePerS - 1000) > 20);
-    if (gaps > 0) reasons.push(`${gaps} RTP sequence gap(s) in ${samples.filter((p) => p.rtpGaps > 0).length} pipeline(s)`);
+    if (gaps > 0) {
+      reasons.push(
+        `${gaps} RTP sequence gap(s) in ${samples.filter((p) => p.rtpGaps > 0).length} pipeline(s)` +
+          (counterDrops > 0 ? ` (the counter's sockets dropped ${counterDrops} datagram(s))` : ''),
+      );
+    }
     if (slow.length > 0) reasons.push(`${slow.length} pipeline(s) off 1000 RTP packets/s by > 2 % (min ${Math.min(...rates).toFixed(0)}/s)`);
     if (lost > 0) reasons.push(`${lost} SRT packet(s) lost`);
     if (dropped > 0) reasons.push(`${dropped} SRT packet(s) dropped`);
     const restarts = samples.reduce((a, p) => a + p.restarts, 0);
     if (restarts > 0) reasons.push(`${restarts} child restart(s)`);
     const deadSenders = senders.filter((x) => !x.alive).length;
-    if (deadSenders > 0) reasons.push(`${deadSenders} sender(s) ended before the window did`);
+    if (deadSenders > 0) reasons.push(`${deadSenders} sender process(es) ended before the window did`);
 
     const cpu = samples.map((p) => p.cpuPct);
     const rss = samples.map((p) => p.rssMiB);
     const senderCpu = sender1.map((v, i) => v - (sender0[i] ?? 0));
     const senderSum = (100 * senderCpu.reduce((a, b) => a + b, 0)) / windowS;
     const engineCpuPct = (100 * (value(m1, 'audio_engine_process_cpu_seconds_total') - value(m0, 'audio_engine_process_cpu_seconds_total'))) / windowS;
-    const harnessCpuPct = (100 * (harness.user + harness.system)) / 1e6 / windowS;
+    const receiversCpuPct = (100 * (receivers1 - receivers0)) / windowS;
+    const benchCpuPct = (100 * (bench.user + bench.system)) / 1e6 / windowS;
     const cpuSum = cpu.reduce((a, b) => a + b, 0);
     const step: ScaleStep = {
       n,
@@ -532,10 +584,11 @@ async function scaleStep(s: Settings, root: string, n: number, programme: string
       pipelineRssMiB: { median: median(rss), max: Math.max(...rss) },
       engineCpuPct,
       engineRssMiB: value(m1, 'audio_engine_process_resident_memory_bytes') / 2 ** 20,
-      senderCpuPct: { perSender: senderSum / n, sum: senderSum },
-      harnessCpuPct,
-      accountedPctOfMachine: (cpuSum + engineCpuPct + senderSum + harnessCpuPct) / cpus().length,
-      rtp: { totalGaps: gaps, minRatePerS: Math.min(...rates), maxRatePerS: Math.max(...rates) },
+      senderCpuPct: { perSender: senderSum / n, sum: senderSum, processes: senders.length },
+      receiversCpuPct,
+      benchCpuPct,
+      accountedPctOfMachine: (cpuSum + engineCpuPct + senderSum + receiversCpuPct + benchCpuPct) / cpus().length,
+      rtp: { totalGaps: gaps, counterDrops, minRatePerS: Math.min(...rates), maxRatePerS: Math.max(...rates) },
       srt: { lost, dropped },
       startAllMs,
       flowingMs,
@@ -545,23 +598,24 @@ async function scaleStep(s: Settings, root: string, n: number, programme: string
     s.log(
       `scale N=${n}: ${step.realTime ? 'real time' : `NOT real time (${reasons.join('; ')})`}; per pipeline CPU median ` +
         `${step.pipelineCpuPct.median.toFixed(1)} % (max ${step.pipelineCpuPct.max.toFixed(1)} %), RSS ${step.pipelineRssMiB.median.toFixed(1)} MiB; ` +
-        `engine ${step.engineCpuPct.toFixed(1)} %; senders ${step.senderCpuPct.sum.toFixed(1)} %; harness ${step.harnessCpuPct.toFixed(1)} %; ` +
+        `engine ${step.engineCpuPct.toFixed(1)} %; senders ${step.senderCpuPct.sum.toFixed(2)} % (${step.senderCpuPct.perSender.toFixed(2)} % per pipeline, ` +
+        `${senders.length} process(es)); receivers ${step.receiversCpuPct.toFixed(2)} %; bench ${step.benchCpuPct.toFixed(2)} %; ` +
         `all of it ${step.accountedPctOfMachine.toFixed(0)} % of the machine; RTP ${step.rtp.minRatePerS.toFixed(0)}-${step.rtp.maxRatePerS.toFixed(0)}/s`,
     );
     return step;
   } finally {
     await stopAll(senders);
     await engine.stop();
-    await Promise.all(counters.map((c) => c.close()));
+    await counters?.stop();
   }
 }
 
 async function scaleBench(s: Settings, root: string, registry: string | undefined): Promise<ScaleResult> {
-  const programme = await programmeTs(s.cacheDir);
+  const rig: ScaleRig = { programme: await programmeTs(s.cacheDir), registry, counterBinary: await rtpCounterBinary(s.cacheDir), rcvbufBytes: 0 };
   const steps: ScaleStep[] = [];
   let stoppedEarly = false;
   for (const n of s.scaleNs) {
-    const step = await scaleStep(s, root, n, programme, registry);
+    const step = await scaleStep(s, root, n, rig);
     steps.push(step);
     if (!step.realTime) {
       stoppedEarly = n !== s.scaleNs[s.scaleNs.length - 1];
@@ -570,7 +624,14 @@ async function scaleBench(s: Settings, root: string, registry: string | undefine
   }
   const ok = steps.filter((x) => x.realTime).map((x) => x.n);
   return {
-    sender: { kind: s.sender, command: senderCommand(s.sender, programme, 0).map((a) => a.replace(':0?', ':PORT?')), programme },
+    sender: {
+      kind: s.sender,
+      command: senderCommand(s.sender, rig.programme, [0]).map((a) => a.replace(':0?', ':PORT?')),
+      processes: s.sender === 'gst-shared' ? 'one for all pipelines' : 'one per pipeline',
+      programme: rig.programme,
+    },
+    receiver: { command: [rig.counterBinary, 'N'], source: path.relative(ROOT, RTP_COUNTER_SOURCE), rcvbufBytes: rig.rcvbufBytes },
+    rtpPacketsPerSend: s.packetsPerSend ?? null,
     steps,
     largestRealTimeN: ok.length === 0 ? 0 : Math.max(...ok),
     stoppedEarly,
@@ -647,20 +708,24 @@ export function engineTable(r: EngineBenchResult): string {
   const sc = r.scale;
   if (sc !== null) {
     lines.push(
-      '| N | real time | pipeline CPU % median (max) | sum | RSS MiB median (max) | engine CPU % | engine RSS MiB | senders CPU % | harness CPU % | all measured CPU, % of machine | RTP pkt/s min-max | RTP gaps | SRT lost | why not |',
-      '|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|',
+      '| N | real time | pipeline CPU % median (max) | sum | RSS MiB median (max) | engine CPU % | engine RSS MiB | senders CPU % (per pipeline) | receivers CPU % | bench CPU % | all measured CPU, % of machine | RTP pkt/s min-max | RTP gaps | SRT lost | why not |',
+      '|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|',
     );
     for (const st of sc.steps) {
       lines.push(
         `| ${st.n} | ${st.realTime ? 'yes' : '**no**'} | ${f(st.pipelineCpuPct.median)} (${f(st.pipelineCpuPct.max)}) | ${f(st.pipelineCpuPct.sum, 0)} | ` +
-          `${f(st.pipelineRssMiB.median)} (${f(st.pipelineRssMiB.max)}) | ${f(st.engineCpuPct)} | ${f(st.engineRssMiB, 0)} | ${f(st.senderCpuPct.sum)} | ${f(st.harnessCpuPct)} | ` +
+          `${f(st.pipelineRssMiB.median)} (${f(st.pipelineRssMiB.max)}) | ${f(st.engineCpuPct)} | ${f(st.engineRssMiB, 0)} | ` +
+          `${f(st.senderCpuPct.sum, 2)} (${f(st.senderCpuPct.perSender, 2)}) | ${f(st.receiversCpuPct, 2)} | ${f(st.benchCpuPct, 2)} | ` +
           `${f(st.accountedPctOfMachine, 0)} | ${f(st.rtp.minRatePerS, 0)}-${f(st.rtp.maxRatePerS, 0)} | ${st.rtp.totalGaps} | ${st.srt.lost} | ${st.reasons.join('; ')} |`,
       );
     }
     lines.push(
       '',
       `- scale: largest N measured real time: **${sc.largestRealTimeN}**${sc.stoppedEarly ? ' (sweep stopped at the first N that was not)' : ''}; ` +
-        `window ${f(sc.steps[0]?.windowS ?? Number.NaN, 0)} s per N; sender \`${sc.sender.command.join(' ')}\` (one per pipeline)`,
+        `window ${f(sc.steps[0]?.windowS ?? Number.NaN, 0)} s per N; rtp_packets_per_send ${sc.rtpPacketsPerSend ?? 'not set (engine default)'}`,
+      `- scale sender (${sc.sender.kind}, ${sc.sender.processes}${sc.sender.kind === 'gst-shared' ? ', one `t. ! srtsink` branch per pipeline' : ''}): \`${sc.sender.command.join(' ')}\`; ` +
+        `receivers: one \`${path.basename(sc.receiver.command[0] ?? 'rtp-counter')} N\` process (${sc.receiver.source}, SO_RCVBUF ${sc.receiver.rcvbufBytes} bytes); ` +
+        `bench CPU = this node process`,
     );
   }
   lines.push(`- load average before ${r.loadBefore}, after ${r.loadAfter}`);
@@ -670,15 +735,17 @@ export function engineTable(r: EngineBenchResult): string {
 // ---------------------------------------------------------------------------------------------
 // command line
 
-export const ENGINE_USAGE = '[--only engine|scale] [--quick] [--sender gst|ffmpeg] [--scale 1,8,16,32,64] [--window S]';
+export const ENGINE_USAGE =
+  '[--only engine|scale] [--quick] [--sender gst-shared|gst|ffmpeg] [--scale 1,8,16,32,64] [--window S] [--packets-per-send K]';
 
 /** Reads the engine bench flags; returns false for a flag that is not one of them. */
 export function engineBenchFlag(a: string, value: () => string, into: EngineBenchOptions): boolean {
   if (a === '--quick') into.quick = true;
   else if (a === '--sender') {
     const v = value();
-    if (v !== 'gst' && v !== 'ffmpeg') throw new Error(`--sender gst or --sender ffmpeg, not ${v}`);
-    into.sender = v;
+    const kind = SENDER_KINDS.find((k) => k === v);
+    if (kind === undefined) throw new Error(`--sender ${SENDER_KINDS.join('|')}, not ${v}`);
+    into.sender = kind;
   } else if (a === '--scale') {
     const ns = value().split(',').map(Number);
     if (ns.some((n) => !Number.isInteger(n) || n < 1 || n > 1024)) throw new Error('--scale takes whole numbers 1-1024, comma separated');
@@ -687,6 +754,10 @@ export function engineBenchFlag(a: string, value: () => string, into: EngineBenc
     const w = Number(value());
     if (!(w >= 1 && w <= 600)) throw new Error('--window takes seconds, 1-600');
     into.windowS = w;
+  } else if (a === '--packets-per-send') {
+    const k = Number(value());
+    if (!Number.isInteger(k) || k < 1 || k > 16) throw new Error('--packets-per-send takes a whole number 1-16');
+    into.packetsPerSend = k;
   } else return false;
   return true;
 }

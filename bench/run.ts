@@ -2,7 +2,8 @@
  * `npm run bench`: the DSP benchmarks of our GStreamer elements and the engine benchmarks.
  *
  *   npm run bench -- [--runs N] [--only eq|loudnorm|engine|scale] [--quick] [--cache-dir DIR]
- *                    [--plugin-path DIR] [--duration S] [--sender gst|ffmpeg] [--scale 1,8,16] [--window S]
+ *                    [--plugin-path DIR] [--duration S] [--sender gst-shared|gst|ffmpeg] [--scale 1,8,16]
+ *                    [--window S] [--packets-per-send K]
  *
  * Runs bench/dsp-eq.ts (parametriceq vs equalizer-nbands), bench/dsp-loudnorm.ts (loudnorm vs
  * ffmpeg loudnorm, with the loudness each delivers) and bench/engine.ts (engine ready time,
