@@ -366,6 +366,8 @@ export class RtpCounters {
   ports: number[] = [];
   /** SO_RCVBUF of its sockets as the kernel reports it */
   rcvbufBytes = 0;
+  /** its nice value (it asks for -10) */
+  nice = 0;
 
   private constructor(
     readonly child: ChildProcess,
@@ -392,10 +394,11 @@ export class RtpCounters {
     if (child.stdout === null) throw new Error('rtp-counter: no stdout');
     const counters = new RtpCounters(child, createInterface({ input: child.stdout }));
     try {
-      const hello = JSON.parse(await counters.nextLine(10_000)) as { ports: number[]; rcvbuf: number };
+      const hello = JSON.parse(await counters.nextLine(10_000)) as { ports: number[]; rcvbuf: number; nice: number };
       if (!Array.isArray(hello.ports) || hello.ports.length !== n) throw new Error(`rtp-counter bound ${String(hello.ports?.length)} ports, not ${n}`);
       counters.ports = hello.ports;
       counters.rcvbufBytes = hello.rcvbuf;
+      counters.nice = hello.nice;
     } catch (e) {
       await counters.stop();
       throw e;
@@ -432,7 +435,8 @@ export class RtpCounters {
   private ask(command: string): Promise<string> {
     const answer = this.queue.then(async () => {
       this.child.stdin?.write(`${command}\n`);
-      return this.nextLine(5000);
+      // generous: with the cores saturated (past the real-time limit) answers can take seconds
+      return this.nextLine(30_000);
     });
     this.queue = answer.catch(() => undefined);
     return answer;

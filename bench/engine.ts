@@ -177,7 +177,7 @@ export interface ScaleStep {
 export interface ScaleResult {
   /** `command` as for one pipeline (for gst-shared: one branch shown, the process has one per pipeline) */
   sender: { kind: SenderKind; command: string[]; processes: 'one for all pipelines' | 'one per pipeline'; programme: string };
-  receiver: { command: string[]; source: string; rcvbufBytes: number };
+  receiver: { command: string[]; source: string; rcvbufBytes: number; nice: number };
   /** `rtp_packets_per_send` written in the engine config; null: not written (the engine's default) */
   rtpPacketsPerSend: number | null;
   steps: ScaleStep[];
@@ -465,8 +465,9 @@ interface ScaleRig {
   programme: string;
   registry: string | undefined;
   counterBinary: string;
-  /** SO_RCVBUF the counter reported (the last step's) */
+  /** SO_RCVBUF and nice value the counter reported (the last step's) */
   rcvbufBytes: number;
+  nice: number;
 }
 
 async function scaleStep(s: Settings, root: string, n: number, rig: ScaleRig): Promise<ScaleStep> {
@@ -483,6 +484,7 @@ async function scaleStep(s: Settings, root: string, n: number, rig: ScaleRig): P
     await engine.ready();
     counters = await RtpCounters.start(rig.counterBinary, n);
     rig.rcvbufBytes = counters.rcvbufBytes;
+    rig.nice = counters.nice;
     const t0 = performance.now();
     const pipelines: { id: string; srtPort: number; rtpPort: number }[] = [];
     for (const rtpPort of counters.ports) {
@@ -517,8 +519,8 @@ async function scaleStep(s: Settings, root: string, n: number, rig: ScaleRig): P
     const sender0 = await Promise.all(senderPids.map((pid) => procCpuSeconds(pid)));
     const receivers0 = await procCpuSeconds(counters.pid);
     const bench0 = process.cpuUsage();
+    const w0 = performance.now(); // before the reset: its answer can be late on a saturated machine
     await counters.reset();
-    const w0 = performance.now();
     await sleep(s.windowS * 1000);
     const snapshot = await counters.snapshot();
     const w1 = performance.now();
@@ -611,7 +613,7 @@ async function scaleStep(s: Settings, root: string, n: number, rig: ScaleRig): P
 }
 
 async function scaleBench(s: Settings, root: string, registry: string | undefined): Promise<ScaleResult> {
-  const rig: ScaleRig = { programme: await programmeTs(s.cacheDir), registry, counterBinary: await rtpCounterBinary(s.cacheDir), rcvbufBytes: 0 };
+  const rig: ScaleRig = { programme: await programmeTs(s.cacheDir), registry, counterBinary: await rtpCounterBinary(s.cacheDir), rcvbufBytes: 0, nice: 0 };
   const steps: ScaleStep[] = [];
   let stoppedEarly = false;
   for (const n of s.scaleNs) {
@@ -630,7 +632,7 @@ async function scaleBench(s: Settings, root: string, registry: string | undefine
       processes: s.sender === 'gst-shared' ? 'one for all pipelines' : 'one per pipeline',
       programme: rig.programme,
     },
-    receiver: { command: [rig.counterBinary, 'N'], source: path.relative(ROOT, RTP_COUNTER_SOURCE), rcvbufBytes: rig.rcvbufBytes },
+    receiver: { command: [rig.counterBinary, 'N'], source: path.relative(ROOT, RTP_COUNTER_SOURCE), rcvbufBytes: rig.rcvbufBytes, nice: rig.nice },
     rtpPacketsPerSend: s.packetsPerSend ?? null,
     steps,
     largestRealTimeN: ok.length === 0 ? 0 : Math.max(...ok),
@@ -724,7 +726,7 @@ export function engineTable(r: EngineBenchResult): string {
       `- scale: largest N measured real time: **${sc.largestRealTimeN}**${sc.stoppedEarly ? ' (sweep stopped at the first N that was not)' : ''}; ` +
         `window ${f(sc.steps[0]?.windowS ?? Number.NaN, 0)} s per N; rtp_packets_per_send ${sc.rtpPacketsPerSend ?? 'not set (engine default)'}`,
       `- scale sender (${sc.sender.kind}, ${sc.sender.processes}${sc.sender.kind === 'gst-shared' ? ', one `t. ! srtsink` branch per pipeline' : ''}): \`${sc.sender.command.join(' ')}\`; ` +
-        `receivers: one \`${path.basename(sc.receiver.command[0] ?? 'rtp-counter')} N\` process (${sc.receiver.source}, SO_RCVBUF ${sc.receiver.rcvbufBytes} bytes); ` +
+        `receivers: one \`${path.basename(sc.receiver.command[0] ?? 'rtp-counter')} N\` process (${sc.receiver.source}, SO_RCVBUF ${sc.receiver.rcvbufBytes} bytes, nice ${sc.receiver.nice}); ` +
         `bench CPU = this node process`,
     );
   }
