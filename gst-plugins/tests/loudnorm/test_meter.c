@@ -222,7 +222,6 @@ run_truepeak_stereo_exact (void)
 int
 main (void)
 {
-  run_truepeak_stereo_exact ();
   run_case (48000, 2, 75);
   run_case (44100, 1, 40);
   run_case (96000, 2, 30);
@@ -230,6 +229,8 @@ main (void)
   run_case (48000, 6, 30);
   run_silence ();
   run_window ();
+  /* last: its synth() call moves the shared random sequence of the cases above */
+  run_truepeak_stereo_exact ();
   printf ("%s (%d failures)\n", failures ? "FAILED" : "PASSED", failures);
   return failures ? 1 : 0;
 }
