@@ -201,12 +201,9 @@ gst_rtp_batch_push_held (GstRtpBatch * self)
 
   self->held = NULL;
   self->held_end = GST_CLOCK_TIME_NONE;
+  /* a list is only made with its first packet, so a held list is never empty */
   if (list == NULL)
     return GST_FLOW_OK;
-  if (gst_buffer_list_length (list) == 0) {
-    gst_buffer_list_unref (list);
-    return GST_FLOW_OK;
-  }
   GST_LOG_OBJECT (self, "pushing a list of %u packets",
       gst_buffer_list_length (list));
   return gst_pad_push_list (self->srcpad, list);

@@ -30,6 +30,9 @@ static const float tp_coef[LN_TP_PHASES][LN_TP_TAPS] = {
  * tap computes all phases (GCC/Clang vector extension). */
 typedef float v4f __attribute__ ((vector_size (16)));
 static v4f rc[LN_TP_TAPS];
+/* The same table twice over, for both channels of a stereo pass. */
+typedef float v8f __attribute__ ((vector_size (32)));
+static v8f rc8[LN_TP_TAPS];
 static int rc_ready;
 
 struct LnTruePeak
@@ -46,7 +49,8 @@ init_rc (void)
     return;
   for (int p = 0; p < LN_TP_PHASES; p++)
     for (int k = 0; k < LN_TP_TAPS; k++)
-      rc[k][p] = tp_coef[p][LN_TP_TAPS - 1 - k];
+      rc[k][p] = rc8[k][p] = rc8[k][p + LN_TP_PHASES] =
+          tp_coef[p][LN_TP_TAPS - 1 - k];
   rc_ready = 1;
 }
 
@@ -103,18 +107,11 @@ fir_peak (const float *w)
  * fir_peak, in the same order, so the results are identical; with AVX2 one
  * 8-lane operation does the work of two 4-lane ones. GCC builds both an AVX2
  * and a baseline version and picks one at load time (target_clones). */
-typedef float v8f __attribute__ ((vector_size (32)));
-
 __attribute__ ((target_clones ("avx2", "default")))
 static float
 fir_stretch_stereo (const float *l0, const float *l1, size_t s, size_t e,
     float *per_frame, float total)
 {
-  v8f rc8[LN_TP_TAPS];
-
-  for (int k = 0; k < LN_TP_TAPS; k++)
-    for (int p = 0; p < LN_TP_PHASES; p++)
-      rc8[k][p] = rc8[k][p + LN_TP_PHASES] = rc[k][p];
   for (size_t i = s; i < e; i++) {
     v8f acc = { 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f };
     for (int k = 0; k < LN_TP_TAPS; k++) {
