@@ -25,33 +25,38 @@ static const float tp_coef[LN_TP_PHASES][LN_TP_TAPS] = {
       0.0332031250000f, -0.0196533203125f, 0.0109863281250f, 0.0017089843750f},
 };
 
-/* The four phases side by side, taps reversed so that the loop walks memory
- * forwards: y_p[n] = sum_k rc[k][p] * x[n-11+k]; one 4-lane multiply-add per
- * tap computes all phases (GCC/Clang vector extension). */
-typedef float v4f __attribute__ ((vector_size (16)));
-static v4f rc[LN_TP_TAPS];
-/* The same table twice over, for both channels of a stereo pass. */
+/* Coefficient k of phase p, taps reversed so that the loops walk memory
+ * forwards: y_p[n] = sum_k tc[p][k] * x[n-11+k]. */
+static float tc[LN_TP_PHASES][LN_TP_TAPS];
+static int tc_ready;
+
+/* Eight consecutive frames of one channel per vector (GCC/Clang vector
+ * extension): one multiply-add per tap and phase computes eight outputs. */
 typedef float v8f __attribute__ ((vector_size (32)));
-static v8f rc8[LN_TP_TAPS];
-static int rc_ready;
+typedef int v8i __attribute__ ((vector_size (32)));
+#define V8 8
+/* The v8f helpers below are always inlined into tp_process and never cross
+ * a call boundary, so GCC's note that a 32-byte vector return changes the
+ * ABI without AVX does not apply. */
+#pragma GCC diagnostic ignored "-Wpsabi"
 
 struct LnTruePeak
 {
   unsigned channels;
   size_t max_block;
   float *lin;                   /* per channel: HIST history + max_block samples */
+  float *scratch;               /* max_block peaks when the caller wants none */
 };
 
 static void
-init_rc (void)
+init_tc (void)
 {
-  if (rc_ready)
+  if (tc_ready)
     return;
   for (int p = 0; p < LN_TP_PHASES; p++)
     for (int k = 0; k < LN_TP_TAPS; k++)
-      rc[k][p] = rc8[k][p] = rc8[k][p + LN_TP_PHASES] =
-          tp_coef[p][LN_TP_TAPS - 1 - k];
-  rc_ready = 1;
+      tc[p][k] = tp_coef[p][LN_TP_TAPS - 1 - k];
+  tc_ready = 1;
 }
 
 LnTruePeak *
@@ -60,12 +65,13 @@ ln_tp_new (unsigned channels, size_t max_block)
   LnTruePeak *tp = calloc (1, sizeof *tp);
   if (!tp)
     return NULL;
-  init_rc ();
+  init_tc ();
   tp->channels = channels;
   tp->max_block = max_block;
   tp->lin = calloc ((size_t) channels * (HIST + max_block), sizeof (float));
-  if (!tp->lin) {
-    free (tp);
+  tp->scratch = calloc (max_block, sizeof (float));
+  if (!tp->lin || !tp->scratch) {
+    ln_tp_free (tp);
     return NULL;
   }
   return tp;
@@ -77,6 +83,7 @@ ln_tp_free (LnTruePeak * tp)
   if (!tp)
     return;
   free (tp->lin);
+  free (tp->scratch);
   free (tp);
 }
 
@@ -87,60 +94,137 @@ ln_tp_reset (LnTruePeak * tp)
       sizeof (float) * tp->channels * (HIST + tp->max_block));
 }
 
-static inline float
-fir_peak (const float *w)
+static inline __attribute__ ((always_inline)) v8f
+v8_load (const float *p)
 {
-  /* w points at x[n-11]; returns max over phases of |y_p[n]| */
-  v4f acc = { 0.0f, 0.0f, 0.0f, 0.0f };
-  for (int k = 0; k < LN_TP_TAPS; k++)
-    acc += rc[k] * w[k];
+  v8f v;
+  memcpy (&v, p, sizeof v);
+  return v;
+}
+
+static inline __attribute__ ((always_inline)) void
+v8_store (float *p, v8f v)
+{
+  memcpy (p, &v, sizeof v);
+}
+
+static inline __attribute__ ((always_inline)) v8f
+v8_abs (v8f v)
+{
+  return (v8f) ((v8i) v & 0x7fffffff);
+}
+
+static inline __attribute__ ((always_inline)) v8f
+v8_max (v8f a, v8f b)
+{
+  v8i gt = a > b;
+  return (v8f) (((v8i) a & gt) | ((v8i) b & ~gt));
+}
+
+static inline __attribute__ ((always_inline)) float
+v8_hmax (v8f v)
+{
   float m = 0.0f;
+  for (int j = 0; j < V8; j++)
+    m = v[j] > m ? v[j] : m;
+  return m;
+}
+
+/* One output frame: max over the four phases and the delayed sample. The
+ * same multiply-adds in the same order as the eight-frame loop, so every
+ * frame gets the same value whichever path computed it. */
+static inline __attribute__ ((always_inline)) float
+fir_frame (const float *w)
+{
+  float m = fabsf (w[HIST - LN_TP_DELAY]);
   for (int p = 0; p < LN_TP_PHASES; p++) {
-    float a = fabsf (acc[p]);
-    m = a > m ? a : m;
+    float y = 0.0f;
+    for (int k = 0; k < LN_TP_TAPS; k++)
+      y += tc[p][k] * w[k];
+    y = fabsf (y);
+    m = y > m ? y : m;
   }
   return m;
 }
 
-/* Both channels of a stereo stretch at once: lanes 0-3 the four phases of the
- * left channel, lanes 4-7 those of the right. The same multiply-adds as
- * fir_peak, in the same order, so the results are identical; with AVX2 one
- * 8-lane operation does the work of two 4-lane ones. GCC builds both an AVX2
- * and a baseline version and picks one at load time (target_clones). */
-__attribute__ ((target_clones ("avx2", "default")))
-static float
-fir_stretch_stereo (const float *l0, const float *l1, size_t s, size_t e,
-    float *per_frame, float total)
+/* Frames s..e-1 of one channel (l: the channel's lane, history first):
+ * peak[i] = max (peak[i], true peak detected at frame i); returns the
+ * largest of them. */
+static inline __attribute__ ((always_inline)) float
+fir_channel (const float *l, size_t s, size_t e, float *peak)
 {
-  for (size_t i = s; i < e; i++) {
-    v8f acc = { 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f };
+  v8f vtotal = { 0 };
+  float total = 0.0f;
+  size_t i = s;
+  for (; i + V8 <= e; i += V8) {
+    v8f y0 = { 0 }, y1 = { 0 }, y2 = { 0 }, y3 = { 0 };
     for (int k = 0; k < LN_TP_TAPS; k++) {
-      const float a = l0[i + k], b = l1[i + k];
-      const v8f w = { a, a, a, a, b, b, b, b };
-      acc += rc8[k] * w;
+      const v8f xk = v8_load (l + i + k);
+      y0 += tc[0][k] * xk;
+      y1 += tc[1][k] * xk;
+      y2 += tc[2][k] * xk;
+      y3 += tc[3][k] * xk;
     }
-    float m = 0.0f;
-    for (int p = 0; p < 2 * LN_TP_PHASES; p++) {
-      float v = fabsf (acc[p]);
-      m = v > m ? v : m;
-    }
-    float s0 = fabsf (l0[i + HIST - LN_TP_DELAY]);
-    float s1 = fabsf (l1[i + HIST - LN_TP_DELAY]);
-    m = s0 > m ? s0 : m;
-    m = s1 > m ? s1 : m;
-    if (per_frame && m > per_frame[i])
-      per_frame[i] = m;
+    v8f m = v8_max (v8_max (v8_abs (y0), v8_abs (y1)),
+        v8_max (v8_abs (y2), v8_abs (y3)));
+    m = v8_max (m, v8_abs (v8_load (l + i + HIST - LN_TP_DELAY)));
+    m = v8_max (m, v8_load (peak + i));
+    v8_store (peak + i, m);
+    vtotal = v8_max (vtotal, m);
+  }
+  for (; i < e; i++) {
+    float m = fir_frame (l + i);
+    m = m > peak[i] ? m : peak[i];
+    peak[i] = m;
     total = m > total ? m : total;
+  }
+  float vt = v8_hmax (vtotal);
+  return vt > total ? vt : total;
+}
+
+/* Frames s..e-1 of one channel where no interpolated value can matter:
+ * peak[i] = max (peak[i], |sample|). */
+static inline __attribute__ ((always_inline)) float
+sample_peaks (const float *l, size_t s, size_t e, float *peak)
+{
+  float total = 0.0f;
+  for (size_t i = s; i < e; i++) {
+    float a = fabsf (l[i + HIST - LN_TP_DELAY]);
+    a = a > peak[i] ? a : peak[i];
+    peak[i] = a;
+    total = a > total ? a : total;
   }
   return total;
 }
 
-float
-ln_tp_process (LnTruePeak * tp, const float *x, size_t frames,
+/* max |l[i]| for i in s..e-1 */
+static inline __attribute__ ((always_inline)) float
+abs_max (const float *l, size_t s, size_t e)
+{
+  v8f vm = { 0 };
+  float m = 0.0f;
+  size_t i = s;
+  for (; i + V8 <= e; i += V8)
+    vm = v8_max (vm, v8_abs (v8_load (l + i)));
+  for (; i < e; i++) {
+    float a = fabsf (l[i]);
+    m = a > m ? a : m;
+  }
+  float v = v8_hmax (vm);
+  return v > m ? v : m;
+}
+
+/* The whole detector, built twice: GCC makes an AVX2 and a baseline version
+ * and picks one at load time (target_clones). No FMA in either, so both give
+ * identical results. */
+__attribute__ ((target_clones ("avx2", "default")))
+static float
+tp_process (LnTruePeak * tp, const float *x, size_t frames,
     float skip_below, float *per_frame)
 {
   const unsigned nch = tp->channels;
   const size_t stride = HIST + tp->max_block;
+  float *peak = per_frame ? per_frame : tp->scratch;
   float total = 0.0f;
 
   if (frames > tp->max_block)
@@ -152,48 +236,23 @@ ln_tp_process (LnTruePeak * tp, const float *x, size_t frames,
     for (size_t i = 0; i < frames; i++)
       l[i] = x[i * nch + c];
   }
-  if (per_frame)
-    memset (per_frame, 0, frames * sizeof (float));
+  memset (peak, 0, frames * sizeof (float));
 
   for (size_t s = 0; s < frames; s += LN_TP_SUB) {
     size_t e = s + LN_TP_SUB < frames ? s + LN_TP_SUB : frames;
     /* bound over taps x[s-11 .. e-1] of all channels */
     float amax = 0.0f;
     for (unsigned c = 0; c < nch; c++) {
-      const float *l = tp->lin + c * stride;
-      for (size_t i = s; i < e + HIST; i++) {
-        float a = fabsf (l[i]);
-        amax = a > amax ? a : amax;
-      }
+      float a = abs_max (tp->lin + c * stride, s, e + HIST);
+      amax = a > amax ? a : amax;
     }
-    if (amax * LN_TP_GAIN_BOUND <= skip_below) {
-      /* no interpolated value can reach skip_below: sample peaks only */
-      for (unsigned c = 0; c < nch; c++) {
-        const float *l = tp->lin + c * stride;
-        for (size_t i = s; i < e; i++) {
-          float a = fabsf (l[i + HIST - LN_TP_DELAY]);
-          if (per_frame && a > per_frame[i])
-            per_frame[i] = a;
-          total = a > total ? a : total;
-        }
-      }
-      continue;
-    }
-    if (nch == 2) {
-      total = fir_stretch_stereo (tp->lin, tp->lin + stride, s, e, per_frame,
-          total);
-      continue;
-    }
+    const int skip = amax * LN_TP_GAIN_BOUND <= skip_below;
     for (unsigned c = 0; c < nch; c++) {
       const float *l = tp->lin + c * stride;
-      for (size_t i = s; i < e; i++) {
-        float a = fir_peak (l + i);
-        float sp = fabsf (l[i + HIST - LN_TP_DELAY]);
-        a = sp > a ? sp : a;
-        if (per_frame && a > per_frame[i])
-          per_frame[i] = a;
-        total = a > total ? a : total;
-      }
+      /* skip: no interpolated value can reach skip_below, sample peaks only */
+      float t = skip ? sample_peaks (l, s, e, peak) : fir_channel (l, s, e,
+          peak);
+      total = t > total ? t : total;
     }
   }
 
@@ -203,4 +262,11 @@ ln_tp_process (LnTruePeak * tp, const float *x, size_t frames,
     memmove (l, l + frames, HIST * sizeof (float));
   }
   return total;
+}
+
+float
+ln_tp_process (LnTruePeak * tp, const float *x, size_t frames,
+    float skip_below, float *per_frame)
+{
+  return tp_process (tp, x, frames, skip_below, per_frame);
 }
