@@ -3,10 +3,15 @@
  * `gst-launch-1.0`. It is the only place that writes a pipeline description, and it writes
  * only validated numbers, enum values and addresses, each property its own argv token.
  *
- *   srtsrc (listener) ! decodebin ! audioconvert ! audioresample ! F32 48 kHz stereo
+ *   srtsrc (listener) ! tsdemux ! <audio caps> ! decodebin ! audioconvert ! audioresample ! F32 48 kHz stereo
  *     ! queue ! level ! <processing steps in order> ! audioconvert ! rtpL24pay (1 ms)
  *     [! rtpbatch (packets per send > 1)] ! udpsink
  *   pipelinestats (unlinked: reads the counters of src, buffer, pay and out every interval)
+ *
+ * SRT carries MPEG-TS. tsdemux is written out rather than left to decodebin: decodebin would put a
+ * multiqueue (one more thread, woken for every frame) behind its demuxer, and would decode every
+ * stream of the transport stream, video too. The caps filter after tsdemux links its first audio
+ * stream; decodebin then only parses and decodes that elementary stream, in the SRT thread.
  *
  * Stations with an Icecast harbor start with `fdsrc fd=0` instead of srtsrc: the engine writes the
  * source client's body (MP3, Ogg, AAC) to the child's stdin and decodebin finds its format. That
@@ -65,22 +70,27 @@ export function compileStep(step: ProcessingStep, index: number, options: Compil
   }
 }
 
-/** The whole argv after the gst-launch-1.0 binary. */
-export function compileInput(input: CompilableSpec['input']): string[] {
+/** The input and its decoder: everything before audioconvert. */
+export function compileInput(input: CompilableSpec['input']): string[][] {
   switch (input.type) {
     case 'srt':
-      return element('srtsrc', {
-        name: 'src',
-        mode: 'listener',
-        localaddress: '0.0.0.0',
-        localport: input.port,
-        latency: input.latency,
-        'poll-timeout': 100,
-        'keep-listening': false,
-        'wait-for-connection': true,
-      });
+      return [
+        element('srtsrc', {
+          name: 'src',
+          mode: 'listener',
+          localaddress: '0.0.0.0',
+          localport: input.port,
+          latency: input.latency,
+          'poll-timeout': 100,
+          'keep-listening': false,
+          'wait-for-connection': true,
+        }),
+        element('tsdemux', { name: 'demux' }),
+        [CAPS.audioInTransportStream],
+        element('decodebin', { name: 'decode' }),
+      ];
     case 'stdin':
-      return element('fdsrc', { name: 'src', fd: 0, blocksize: 4096 });
+      return [element('fdsrc', { name: 'src', fd: 0, blocksize: 4096 }), element('decodebin', { name: 'decode' })];
     default: {
       const unknown: never = input;
       throw new Error(`no compiler for input ${JSON.stringify(unknown)}`);
@@ -92,8 +102,7 @@ export function compilePipeline(spec: CompilableSpec, options: CompileOptions): 
   const link = '!';
   const interval = options.statsIntervalMs * MS;
   const stages: string[][] = [
-    compileInput(spec.input),
-    element('decodebin', { name: 'decode' }),
+    ...compileInput(spec.input),
     element('audioconvert', { name: 'inconvert' }),
     element('audioresample', { name: 'resample' }),
     [CAPS.processingFormat],

@@ -39,6 +39,7 @@ export const ELEMENTS = {
   // Internal input of stations with an Icecast harbor: the engine feeds the source's body to the
   // child's stdin. Never reachable from a REST/gRPC spec (the schema has no such input type).
   fdsrc: { name, fd: int(0, 0), blocksize: int(512, 65536) },
+  tsdemux: { name },
   decodebin: { name },
   audioconvert: { name },
   audioresample: { name },
@@ -163,4 +164,11 @@ export function element<E extends ElementName>(factory: E, properties: Propertie
 /** Caps filters the compiler may write: fixed strings, no user values. */
 export const CAPS = {
   processingFormat: 'audio/x-raw,format=F32LE,layout=interleaved,rate=48000,channels=2',
+  /**
+   * Every audio format tsdemux (1.22) can put out: its audio pad template plus SMPTE 302M, which
+   * comes out of a private pad. The filter makes gst-launch link the first audio stream of the
+   * transport stream and leave video and data unlinked (never decoded).
+   */
+  audioInTransportStream:
+    'audio/mpeg;audio/x-lpcm;audio/x-private-ts-lpcm;audio/x-smpte-302m;audio/x-ac3;audio/x-eac3;audio/x-ac4;audio/x-dts;audio/x-opus',
 } as const;

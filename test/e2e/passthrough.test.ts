@@ -8,6 +8,7 @@ import { api, createPipeline, isRunning, startEngine, waitForPipeline } from '..
 import { freeUdpPort } from '../helpers/ports.js';
 import { RtpReceiver, sineRmsDbfs } from '../helpers/rtp-receiver.js';
 import { sendSine } from '../helpers/srt-sender.js';
+import { CAPS } from '../../src/compiler/elements.js';
 
 /** The argv of a pipeline's running child (setpriv execs gst-launch-1.0 in the same process). */
 async function childArgv(engine: Awaited<ReturnType<typeof startEngine>>, id: string): Promise<string[]> {
@@ -17,28 +18,33 @@ async function childArgv(engine: Awaited<ReturnType<typeof startEngine>>, id: st
 }
 
 // packetsPerSend: undefined = the default config (4 packets per send, through rtpbatch); 1 = one per ms
+// video: the transport stream carries a video stream before the audio (an encoder's A/V feed)
 const cases = [
-  { codec: 'aac', packetsPerSend: undefined },
-  { codec: 's302m', packetsPerSend: undefined },
-  { codec: 'aac', packetsPerSend: 1 },
+  { codec: 'aac', packetsPerSend: undefined, video: false },
+  { codec: 's302m', packetsPerSend: undefined, video: false },
+  { codec: 'aac', packetsPerSend: 1, video: false },
+  { codec: 'aac', packetsPerSend: undefined, video: true },
 ] as const;
 
-for (const { codec, packetsPerSend } of cases) {
+for (const { codec, packetsPerSend, video } of cases) {
   const sending = packetsPerSend === undefined ? 'default sending' : `rtp_packets_per_send = ${packetsPerSend}`;
-  void t.test(`${codec} over SRT comes out as RTP L24 at the level it went in (${sending})`, async (t) => {
+  const what = video ? `${codec} with video` : codec;
+  void t.test(`${what} over SRT comes out as RTP L24 at the level it went in (${sending})`, async (t) => {
     const engine = await startEngine(t, packetsPerSend === undefined ? {} : { extraToml: `rtp_packets_per_send = ${packetsPerSend}` });
     const receiver = await RtpReceiver.open();
     t.teardown(() => receiver.close());
     const srtPort = await freeUdpPort();
-    const { id } = await createPipeline(engine, { name: `passthrough ${codec}`, srtPort, outPort: receiver.port });
+    const { id } = await createPipeline(engine, { name: `passthrough ${what}`, srtPort, outPort: receiver.port });
     await waitForPipeline(engine, id, isRunning, 'running');
     const argv = await childArgv(engine, id);
     const batch = argv.indexOf('rtpbatch');
     if (packetsPerSend === 1) t.equal(batch, -1, 'no rtpbatch: the sink sends each packet on its own');
     else t.same(argv.slice(batch - 1, batch + 4), ['!', 'rtpbatch', 'name=batch', 'packets=4', '!'], 'rtpbatch packets=4 before the sink');
+    const demux = argv.indexOf('tsdemux');
+    t.same(argv.slice(demux, demux + 5), ['tsdemux', 'name=demux', '!', CAPS.audioInTransportStream, '!'], 'tsdemux links the first audio stream');
 
     const amplitude = 0.5;
-    const sender = sendSine({ port: srtPort, amplitude, seconds: 5, codec });
+    const sender = sendSine({ port: srtPort, amplitude, seconds: 5, codec, video });
     t.teardown(() => sender.stop());
     t.equal(await sender.done, 0, 'the SRT caller sent its audio');
     await new Promise((resolve) => setTimeout(resolve, 1000)); // the SRT latency and the sink's hold drain

@@ -12,6 +12,8 @@ export interface SenderOptions {
   seconds: number;
   /** ffmpeg audio codec: aac (default), mp2, s302m. */
   codec?: 'aac' | 'mp2' | 's302m';
+  /** Also a small MPEG-2 video stream, written before the audio in the transport stream. */
+  video?: boolean;
 }
 
 export interface Sender {
@@ -30,9 +32,14 @@ export function sendSine(options: SenderOptions): Sender {
     codec === 'aac' ? ['-c:a', 'aac', '-b:a', '256k']
     : codec === 'mp2' ? ['-c:a', 'mp2', '-b:a', '384k']
     : ['-c:a', 's302m', '-strict', '-2'];
+  const video = options.video === true
+    ? ['-f', 'lavfi', '-i', `testsrc=size=160x120:rate=25:duration=${options.seconds}`]
+    : [];
   const args = [
     '-hide_banner', '-loglevel', 'error', '-nostdin', '-re',
+    ...video,
     '-f', 'lavfi', '-i', `aevalsrc=${expr}|${expr}:s=48000:d=${options.seconds}`,
+    ...(options.video === true ? ['-map', '0:v', '-map', '1:a', '-c:v', 'mpeg2video', '-b:v', '200k'] : []),
     ...codecArgs,
     '-f', 'mpegts', `srt://127.0.0.1:${options.port}?mode=caller&latency=300000&connect_timeout=3000`,
   ];
