@@ -478,12 +478,19 @@ export type SenderKind = 'gst-shared' | 'gst' | 'ffmpeg';
 export const SENDER_KINDS: readonly SenderKind[] = ['gst-shared', 'gst', 'ffmpeg'];
 
 /**
- * Makes (once, cached by name in `cacheDir`) the programme every sender plays: 60 s of stereo
+ * Makes (once, cached by name in `cacheDir`) the programme every sender plays: 600 s of stereo
  * 48 kHz AAC 256 kb/s in MPEG-TS, two tones plus white noise.
  */
+/**
+ * Length of the sender programme, s. A sender plays it once: start-up, the wait until every
+ * pipeline flows and the window must fit in it (at N = 56 the old 60 s ran out before the window
+ * ended, and every child restarted when its caller left).
+ */
+export const PROGRAMME_S = 600;
+
 export async function programmeTs(cacheDir: string): Promise<string> {
   await mkdir(cacheDir, { recursive: true });
-  const file = path.join(cacheDir, 'engine-sender-v1-60s-aac.ts');
+  const file = path.join(cacheDir, 'engine-sender-v2-600s-aac.ts');
   try {
     await readFile(file).then((b) => {
       if (b.length < 1_000_000) throw new Error('short');
@@ -496,7 +503,7 @@ export async function programmeTs(cacheDir: string): Promise<string> {
   const expr = "0.2*sin(2*PI*440*t)+0.05*(random(0)*2-1)|0.2*sin(2*PI*660*t)+0.05*(random(1)*2-1)";
   const child = spawn(
     'ffmpeg',
-    ['-nostdin', '-hide_banner', '-loglevel', 'error', '-y', '-f', 'lavfi', '-i', `aevalsrc=${expr}:s=48000:d=60`,
+    ['-nostdin', '-hide_banner', '-loglevel', 'error', '-y', '-f', 'lavfi', '-i', `aevalsrc=${expr}:s=48000:d=${PROGRAMME_S}`,
       '-c:a', 'aac', '-b:a', '256k', '-f', 'mpegts', tmp],
     { stdio: ['ignore', 'ignore', 'pipe'] },
   );
@@ -529,7 +536,7 @@ export function senderCommand(kind: SenderKind, file: string, ports: number[]): 
       return ['ffmpeg', '-nostdin', '-hide_banner', '-loglevel', 'error', '-re', '-stream_loop', '-1', '-i', file, '-c', 'copy',
         '-f', 'mpegts', `srt://127.0.0.1:${first}?mode=caller&latency=300000`];
     case 'gst':
-      // plays the 60 s file once, paced by its PCR timestamps (srtsink sync=true)
+      // plays the file once, paced by its PCR timestamps (srtsink sync=true)
       return ['gst-launch-1.0', '-q', 'filesrc', `location=${file}`, '!', 'tsparse', 'set-timestamps=true', '!', ...srtsink(first)];
     case 'gst-shared':
       // the same, read and parsed once, then a tee with one srtsink per pipeline, all in the one

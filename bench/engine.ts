@@ -16,7 +16,7 @@
  *     GET /api/v1/pipelines with 8 pipelines listed.
  *   - gRPC unary: `grpcCalls` sequential GetHealth and ListPipelines (@grpc/grpc-js).
  * scale (parts.scale): for each N a fresh engine with N pipelines (loudness-normalize -23 and a
- *   3-band eq), fed over SRT (the 60 s AAC MPEG-TS programme; by default one gst-launch-1.0 with a
+ *   3-band eq), fed over SRT (the 600 s AAC MPEG-TS programme; by default one gst-launch-1.0 with a
  *   tee and one srtsink per pipeline, `--sender gst` one process per pipeline) and received as
  *   RTP L24 on 127.0.0.1 by one bench/rtp-counter process (N sockets); after `settleS` s of
  *   steady state, a `windowS` s window: per pipeline child CPU
@@ -754,7 +754,7 @@ export function engineBenchFlag(a: string, value: () => string, into: EngineBenc
     into.scaleNs = ns.sort((x, y) => x - y);
   } else if (a === '--window') {
     const w = Number(value());
-    if (!(w >= 1 && w <= 600)) throw new Error('--window takes seconds, 1-600');
+    if (!(w >= 1 && w <= 500)) throw new Error('--window takes seconds, 1-500 (the programme is 600 s)');
     into.windowS = w;
   } else if (a === '--packets-per-send') {
     const k = Number(value());
