@@ -3,7 +3,7 @@
  * `gst-launch-1.0`. It is the only place that writes a pipeline description, and it writes
  * only validated numbers, enum values and addresses, each property its own argv token.
  *
- *   srtsrc (listener) ! tsdemux ! <audio caps> ! decodebin ! audioconvert ! audioresample ! F32 48 kHz stereo
+ *   srtsrc (listener) ! typefind ! tsdemux ! <audio caps> ! decodebin ! audioconvert ! audioresample ! F32 48 kHz stereo
  *     ! queue ! level ! <processing steps in order> ! audioconvert ! rtpL24pay (1 ms)
  *     [! rtpbatch (packets per send > 1)] ! udpsink
  *   pipelinestats (unlinked: reads the counters of src, buffer, pay and out every interval)
@@ -12,6 +12,10 @@
  * multiqueue (one more thread, woken for every frame) behind its demuxer, and would decode every
  * stream of the transport stream, video too. The caps filter after tsdemux links its first audio
  * stream; decodebin then only parses and decodes that elementary stream, in the SRT thread.
+ * typefind before tsdemux turns what tsdemux would swallow into errors, as decodebin's own typefind
+ * did: an EOS before any data (a stop while no caller is connected: tsdemux has no pad to pass it
+ * on, and the child would never end) is "Stream doesn't contain enough data", and a caller sending
+ * something other than MPEG-TS is not-negotiated, instead of silence.
  *
  * Stations with an Icecast harbor start with `fdsrc fd=0` instead of srtsrc: the engine writes the
  * source client's body (MP3, Ogg, AAC) to the child's stdin and decodebin finds its format. That
@@ -85,6 +89,7 @@ export function compileInput(input: CompilableSpec['input']): string[][] {
           'keep-listening': false,
           'wait-for-connection': true,
         }),
+        element('typefind', { name: 'typefind' }),
         element('tsdemux', { name: 'demux' }),
         [CAPS.audioInTransportStream],
         element('decodebin', { name: 'decode' }),

@@ -39,6 +39,7 @@ export const ELEMENTS = {
   // Internal input of stations with an Icecast harbor: the engine feeds the source's body to the
   // child's stdin. Never reachable from a REST/gRPC spec (the schema has no such input type).
   fdsrc: { name, fd: int(0, 0), blocksize: int(512, 65536) },
+  typefind: { name },
   tsdemux: { name },
   decodebin: { name },
   audioconvert: { name },

@@ -10,6 +10,7 @@ void t.test('the exact argv of the interface example', async (t) => {
   t.same(argv, [
     '-m', '-f', '-e', '--',
     'srtsrc', 'name=src', 'mode=listener', 'localaddress=0.0.0.0', 'localport=9000', 'latency=120', 'poll-timeout=100', 'keep-listening=false', 'wait-for-connection=true',
+    '!', 'typefind', 'name=typefind',
     '!', 'tsdemux', 'name=demux',
     '!', 'audio/mpeg;audio/x-lpcm;audio/x-private-ts-lpcm;audio/x-smpte-302m;audio/x-ac3;audio/x-eac3;audio/x-ac4;audio/x-dts;audio/x-opus',
     '!', 'decodebin', 'name=decode',

@@ -88,6 +88,24 @@ void t.test('a graph that can never run is failed with the reason, not retried',
   t.equal((await api(engine, 'DELETE', `/api/v1/pipelines/${made.id}`)).status, 204, 'a failed pipeline can be deleted');
 });
 
+void t.test('a caller sending something other than MPEG-TS gets an error that says so, not silence', async (t) => {
+  const engine = await startEngine(t);
+  const port = await freeUdpPort();
+  const made = await create(engine, port);
+  const first = await whenState(engine, made.id, (p) => p.state === 'running', 'running');
+  // AAC in ADTS, no transport stream around it
+  const caller = spawn('ffmpeg', [
+    '-hide_banner', '-loglevel', 'error', '-nostdin', '-re', '-f', 'lavfi', '-i', 'sine=frequency=440:duration=4',
+    '-c:a', 'aac', '-f', 'adts', `srt://127.0.0.1:${port}?mode=caller&latency=300000&connect_timeout=3000`,
+  ], { stdio: 'ignore' });
+  t.teardown(() => {
+    if (caller.exitCode === null && caller.signalCode === null) caller.kill('SIGKILL');
+  });
+  const after = await whenState(engine, made.id, (p) => p.restarts >= 1, 'the child ended on the stream');
+  t.not(after.pid, first.pid);
+  t.match(after.last_error, /not-negotiated/, `last_error: ${after.last_error ?? 'null'}`);
+});
+
 void t.test('kill -9 of the engine leaves no child and loses no pipeline', async (t) => {
   const first = await startEngine(t);
   const made = [await create(first, await freeUdpPort()), await create(first, await freeUdpPort())];
