@@ -25,10 +25,9 @@ static const float tp_coef[LN_TP_PHASES][LN_TP_TAPS] = {
       0.0332031250000f, -0.0196533203125f, 0.0109863281250f, 0.0017089843750f},
 };
 
-/* Coefficient k of phase p, taps reversed so that the loops walk memory
- * forwards: y_p[n] = sum_k tc[p][k] * x[n-11+k]. */
-static float tc[LN_TP_PHASES][LN_TP_TAPS];
-static int tc_ready;
+/* Coefficient k of phase p with the taps reversed, so that the loops walk
+ * memory forwards: y_p[n] = sum_k TC(p, k) * x[n-11+k]. */
+#define TC(p, k) tp_coef[p][LN_TP_TAPS - 1 - (k)]
 
 /* Eight consecutive frames of one channel per vector (GCC/Clang vector
  * extension): one multiply-add per tap and phase computes eight outputs. */
@@ -48,24 +47,12 @@ struct LnTruePeak
   float *scratch;               /* max_block peaks when the caller wants none */
 };
 
-static void
-init_tc (void)
-{
-  if (tc_ready)
-    return;
-  for (int p = 0; p < LN_TP_PHASES; p++)
-    for (int k = 0; k < LN_TP_TAPS; k++)
-      tc[p][k] = tp_coef[p][LN_TP_TAPS - 1 - k];
-  tc_ready = 1;
-}
-
 LnTruePeak *
 ln_tp_new (unsigned channels, size_t max_block)
 {
   LnTruePeak *tp = calloc (1, sizeof *tp);
   if (!tp)
     return NULL;
-  init_tc ();
   tp->channels = channels;
   tp->max_block = max_block;
   tp->lin = calloc ((size_t) channels * (HIST + max_block), sizeof (float));
@@ -140,7 +127,7 @@ fir_frame (const float *w)
   for (int p = 0; p < LN_TP_PHASES; p++) {
     float y = 0.0f;
     for (int k = 0; k < LN_TP_TAPS; k++)
-      y += tc[p][k] * w[k];
+      y += TC (p, k) * w[k];
     y = fabsf (y);
     m = y > m ? y : m;
   }
@@ -160,10 +147,10 @@ fir_channel (const float *l, size_t s, size_t e, float *peak)
     v8f y0 = { 0 }, y1 = { 0 }, y2 = { 0 }, y3 = { 0 };
     for (int k = 0; k < LN_TP_TAPS; k++) {
       const v8f xk = v8_load (l + i + k);
-      y0 += tc[0][k] * xk;
-      y1 += tc[1][k] * xk;
-      y2 += tc[2][k] * xk;
-      y3 += tc[3][k] * xk;
+      y0 += TC (0, k) * xk;
+      y1 += TC (1, k) * xk;
+      y2 += TC (2, k) * xk;
+      y3 += TC (3, k) * xk;
     }
     v8f m = v8_max (v8_max (v8_abs (y0), v8_abs (y1)),
         v8_max (v8_abs (y2), v8_abs (y3)));
