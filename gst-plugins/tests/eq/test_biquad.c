@@ -516,6 +516,23 @@ test_channels (void)
       CHECK_CLOSE (multif[i * nch + ch], mono[i], 1e-6);
     }
     eq_cascade_clear (&a);
+    /* F32 too: channel pairs (two lanes of a vector) and the channel left
+     * over give exactly what the same channel gives alone */
+    {
+      float *monof = malloc (n * sizeof (float));
+
+      assert (monof);
+      assert (eq_cascade_init (&a, 1) == 0);
+      eq_cascade_set_bands (&a, c, 3, 48000, 0);
+      for (i = 0; i < n; i++)
+        monof[i] = (float) (sin (i * (0.01 + 0.05 * ch)) * 0.5);
+      eq_cascade_process_f32 (&a, monof, 333);
+      eq_cascade_process_f32 (&a, monof + 333, n - 333);
+      for (i = 0; i < n; i++)
+        assert (monof[i] == multif[i * nch + ch]);
+      eq_cascade_clear (&a);
+      free (monof);
+    }
   }
   eq_cascade_clear (&b);
   eq_cascade_clear (&d);
