@@ -245,8 +245,10 @@ ln_meter_frames_to_step (const LnMeter * m)
 }
 
 /* K-weight and accumulate frames [0, n) into the current sub-block.
- * Channels go in pairs through one loop: two independent recursions keep
- * the FPU busy where one would wait on its own latency. */
+ * Channels go in pairs through one loop, one channel per lane of a two-double
+ * vector (GCC/Clang vector extension, SSE2 on x86-64): half the instructions
+ * of two scalar recursions, and the same results. */
+typedef double v2d __attribute__ ((vector_size (16)));
 #define KSTEP(in, s10, s11, s20, s21, sum) do { \
     double y1_ = b10 * (in) + s10; \
     s10 = b11 * (in) - a11 * y1_ + s11; \
@@ -265,6 +267,10 @@ flush_tiny (KState * k)
     k->s1[0] = k->s1[1] = k->s2[0] = k->s2[1] = 0.0;
 }
 
+/* Built twice (target_clones): with AVX the same two-lane operations take
+ * the three-operand encoding and need no register copies; no FMA in either
+ * build, so both give the same results. */
+__attribute__ ((target_clones ("avx", "default")))
 static void
 accumulate (LnMeter * m, const float *x, size_t n)
 {
@@ -277,26 +283,36 @@ accumulate (LnMeter * m, const float *x, size_t n)
 
   for (; c + 1 < nch; c += 2) {
     KState *k = &m->k[c], *q = &m->k[c + 1];
-    double s10 = k->s1[0], s11 = k->s1[1], s20 = k->s2[0], s21 = k->s2[1];
-    double t10 = q->s1[0], t11 = q->s1[1], t20 = q->s2[0], t21 = q->s2[1];
-    double sum = 0.0, sum2 = 0.0;
+    /* lane 0: channel c, lane 1: channel c + 1; the same operations in the
+     * same order as KSTEP, so the same results as two scalar recursions */
+    const v2d B10 = { b10, b10 }, B11 = { b11, b11 }, B12 = { b12, b12 };
+    const v2d A11 = { a11, a11 }, A12 = { a12, a12 };
+    const v2d A21 = { a21, a21 }, A22 = { a22, a22 }, M2 = { -2.0, -2.0 };
+    v2d s10 = { k->s1[0], q->s1[0] }, s11 = { k->s1[1], q->s1[1] };
+    v2d s20 = { k->s2[0], q->s2[0] }, s21 = { k->s2[1], q->s2[1] };
+    v2d sum = { 0.0, 0.0 };
     for (size_t i = 0; i < n; i++) {
-      double in = x[i * nch + c], in2 = x[i * nch + c + 1];
-      KSTEP (in, s10, s11, s20, s21, sum);
-      KSTEP (in2, t10, t11, t20, t21, sum2);
+      const v2d in = { x[i * nch + c], x[i * nch + c + 1] };
+      const v2d y1 = B10 * in + s10;
+      s10 = B11 * in - A11 * y1 + s11;
+      s11 = B12 * in - A12 * y1;
+      const v2d y2 = y1 + s20;
+      s20 = M2 * y1 - A21 * y2 + s21;
+      s21 = y1 - A22 * y2;
+      sum += y2 * y2;
     }
-    k->s1[0] = s10;
-    k->s1[1] = s11;
-    k->s2[0] = s20;
-    k->s2[1] = s21;
-    q->s1[0] = t10;
-    q->s1[1] = t11;
-    q->s2[0] = t20;
-    q->s2[1] = t21;
+    k->s1[0] = s10[0];
+    k->s1[1] = s11[0];
+    k->s2[0] = s20[0];
+    k->s2[1] = s21[0];
+    q->s1[0] = s10[1];
+    q->s1[1] = s11[1];
+    q->s2[0] = s20[1];
+    q->s2[1] = s21[1];
     /* flush tiny states: no denormals through digital silence */
     flush_tiny (k);
     flush_tiny (q);
-    acc += m->w[c] * sum + m->w[c + 1] * sum2;
+    acc += m->w[c] * sum[0] + m->w[c + 1] * sum[1];
   }
   for (; c < nch; c++) {
     KState *k = &m->k[c];
