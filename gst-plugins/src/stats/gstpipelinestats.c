@@ -18,9 +18,9 @@
  *             mode the per-socket fields are at the top level. Both shapes
  *             are read.
  *   buffer    queue: current-level-time / max-size-time
- *   payloader a buffer (and buffer list) probe on its src pad counts packets
- *             and bytes leaving it (falls back to the sink's sink pad)
- *   sink      only used for that fallback
+ *   sink      a buffer (and buffer list) probe on its sink pad counts packets
+ *             and bytes entering it (behind rtpbatch: one list per send)
+ *   payloader only used when there is no such sink: its src pad is counted
  *
  * Threading: properties under the object lock; the output counters are
  * C11 atomics written by the streaming thread's probe; the timer thread is
@@ -494,20 +494,22 @@ install_probe (GstPipelineStats * self)
   GstElement *el;
   GstPad *pad = NULL;
 
-  el = get_sibling (self, &self->payloader);
+  /* the sink's pad first: behind rtpbatch it sees one list per send, where
+   * the payloader's pad sees every packet on its own */
+  el = get_sibling (self, &self->sink);
   if (el) {
-    pad = gst_element_get_static_pad (el, "src");
+    pad = gst_element_get_static_pad (el, "sink");
     gst_object_unref (el);
   }
   if (!pad) {
-    el = get_sibling (self, &self->sink);
+    el = get_sibling (self, &self->payloader);
     if (el) {
-      pad = gst_element_get_static_pad (el, "sink");
+      pad = gst_element_get_static_pad (el, "src");
       gst_object_unref (el);
     }
   }
   if (!pad) {
-    GST_INFO_OBJECT (self, "no payloader src pad or sink sink pad: "
+    GST_INFO_OBJECT (self, "no sink sink pad or payloader src pad: "
         "no output-* fields");
     return;
   }

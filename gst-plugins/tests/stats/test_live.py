@@ -70,5 +70,11 @@ msgs = [f for _, f in parse(out, "stats")]
 check("output-packets from out:sink grows",
       len(msgs) > 2 and msgs[-1].get("output-packets", 0) > msgs[0].get("output-packets", 0) > 0)
 
+print("no sink: counts on the payloader's src pad")
+rc, out, err = run('sink=""', 1)
+msgs = [f for _, f in parse(out, "stats")]
+check("output-packets from pay:src grows",
+      len(msgs) > 2 and msgs[-1].get("output-packets", 0) > msgs[0].get("output-packets", 0) > 0)
+
 print("FAILED: %d" % check.failures if check.failures else "all ok")
 sys.exit(1 if check.failures else 0)
