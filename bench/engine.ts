@@ -502,7 +502,7 @@ async function scaleStep(s: Settings, root: string, n: number, rig: ScaleRig): P
       if (!pipelines.every((p) => running.has(p.id))) throw new Error(`N=${n}: not every pipeline reached running`);
     });
     const startAllMs = performance.now() - t0;
-    senders = Sender.startAll(s.sender, rig.programme, pipelines.map((p) => p.srtPort));
+    senders = Sender.startAll(s.sender, rig.programme, pipelines.map((p) => p.srtPort), s.sender === 'gst-shared' ? await freeUdpPort() : 0);
     const until = performance.now() + 30_000;
     for (;;) {
       const silent = (await counters.snapshot()).sockets.filter((c) => c.packets === 0).length;
@@ -628,7 +628,8 @@ async function scaleBench(s: Settings, root: string, registry: string | undefine
   return {
     sender: {
       kind: s.sender,
-      command: senderCommand(s.sender, rig.programme, [0]).map((a) => a.replace(':0?', ':PORT?')),
+      command: senderCommand(s.sender, rig.programme, [0], s.sender === 'gst-shared' ? 1 : 0)
+        .map((a) => a.replace(':0?', ':PORT?').replace('localport=1', 'localport=LOCALPORT')),
       processes: s.sender === 'gst-shared' ? 'one for all pipelines' : 'one per pipeline',
       programme: rig.programme,
     },
