@@ -7,27 +7,7 @@
 
 #define LN_TP_SUB 32            /* frames per skip decision */
 #define HIST (LN_TP_TAPS - 1)
-
-/* ITU-R BS.1770-4 Annex 2, Table: 48-tap interpolating filter as 4 phases of
- * 12 taps; coefficient k of a phase multiplies x[n-k]. */
-static const float tp_coef[LN_TP_PHASES][LN_TP_TAPS] = {
-  {0.0017089843750f, 0.0109863281250f, -0.0196533203125f, 0.0332031250000f,
-      -0.0594482421875f, 0.1373291015625f, 0.9721679687500f, -0.1022949218750f,
-      0.0476074218750f, -0.0266113281250f, 0.0148925781250f, -0.0083007812500f},
-  {-0.0291748046875f, 0.0292968750000f, -0.0517578125000f, 0.0891113281250f,
-      -0.1665039062500f, 0.4650878906250f, 0.7797851562500f, -0.2003173828125f,
-      0.1015625000000f, -0.0582275390625f, 0.0330810546875f, -0.0189208984375f},
-  {-0.0189208984375f, 0.0330810546875f, -0.0582275390625f, 0.1015625000000f,
-      -0.2003173828125f, 0.7797851562500f, 0.4650878906250f, -0.1665039062500f,
-      0.0891113281250f, -0.0517578125000f, 0.0292968750000f, -0.0291748046875f},
-  {-0.0083007812500f, 0.0148925781250f, -0.0266113281250f, 0.0476074218750f,
-      -0.1022949218750f, 0.9721679687500f, 0.1373291015625f, -0.0594482421875f,
-      0.0332031250000f, -0.0196533203125f, 0.0109863281250f, 0.0017089843750f},
-};
-
-/* Coefficient k of phase p with the taps reversed, so that the loops walk
- * memory forwards: y_p[n] = sum_k TC(p, k) * x[n-11+k]. */
-#define TC(p, k) tp_coef[p][LN_TP_TAPS - 1 - (k)]
+#define PAD 8                   /* floats behind a lane's block: one vector */
 
 /* Eight consecutive frames of one channel per vector (GCC/Clang vector
  * extension): one multiply-add per tap and phase computes eight outputs. */
@@ -39,11 +19,14 @@ typedef int v8i __attribute__ ((vector_size (32)));
  * ABI without AVX does not apply. */
 #pragma GCC diagnostic ignored "-Wpsabi"
 
-/* The same coefficients as vectors, taps reversed (vtc[p][k] = TC (p, k) in
- * every lane), so that each multiply-add of the eight-frame loop reads its
- * coefficient straight from memory instead of broadcasting it first.
- * test_meter.c checks every frame against its own double-precision copy of
- * the table. */
+/* ITU-R BS.1770-4 Annex 2, Table: the 48-tap interpolating filter as 4
+ * phases of 12 taps, with the taps reversed so that the loops walk memory
+ * forwards: y_p[n] = sum_k vtc[p][k] * x[n-11+k] (the recommendation's
+ * coefficient k of a phase multiplies x[n-k]). Each coefficient is repeated
+ * in the eight lanes of a vector, so that each multiply-add of the
+ * eight-frame kernel reads it straight from memory instead of broadcasting it
+ * first. test_meter.c checks every frame against its own double-precision
+ * copy of the table in the recommendation's order. */
 #define B8(c) { c, c, c, c, c, c, c, c }
 static const v8f vtc[LN_TP_PHASES][LN_TP_TAPS] = {
   {B8 (-0.0083007812500f), B8 (0.0148925781250f), B8 (-0.0266113281250f),
@@ -81,7 +64,8 @@ ln_tp_new (unsigned channels, size_t max_block)
     return NULL;
   tp->channels = channels;
   tp->max_block = max_block;
-  tp->lin = calloc ((size_t) channels * (HIST + max_block), sizeof (float));
+  tp->lin = calloc ((size_t) channels * (HIST + max_block + PAD),
+      sizeof (float));
   tp->scratch = calloc (max_block, sizeof (float));
   if (!tp->lin || !tp->scratch) {
     ln_tp_free (tp);
@@ -104,7 +88,7 @@ void
 ln_tp_reset (LnTruePeak * tp)
 {
   memset (tp->lin, 0,
-      sizeof (float) * tp->channels * (HIST + tp->max_block));
+      sizeof (float) * tp->channels * (HIST + tp->max_block + PAD));
 }
 
 static inline __attribute__ ((always_inline)) v8f
@@ -143,26 +127,30 @@ v8_hmax (v8f v)
   return m;
 }
 
-/* One output frame: max over the four phases and the delayed sample. The
- * same multiply-adds in the same order as the eight-frame loop, so every
- * frame gets the same value whichever path computed it. */
-static inline __attribute__ ((always_inline)) float
-fir_frame (const float *w)
+/* Frames i..i+7 of one channel (l: the channel's lane, history first): the
+ * largest of the four phases' |y| and of the delayed sample, per frame. */
+static inline __attribute__ ((always_inline)) v8f
+fir8 (const float *l, size_t i)
 {
-  float m = fabsf (w[HIST - LN_TP_DELAY]);
-  for (int p = 0; p < LN_TP_PHASES; p++) {
-    float y = 0.0f;
-    for (int k = 0; k < LN_TP_TAPS; k++)
-      y += TC (p, k) * w[k];
-    y = fabsf (y);
-    m = y > m ? y : m;
+  v8f y0 = { 0 }, y1 = { 0 }, y2 = { 0 }, y3 = { 0 };
+#pragma GCC unroll 12
+  for (int k = 0; k < LN_TP_TAPS; k++) {
+    const v8f xk = v8_load (l + i + k);
+    y0 += vtc[0][k] * xk;
+    y1 += vtc[1][k] * xk;
+    y2 += vtc[2][k] * xk;
+    y3 += vtc[3][k] * xk;
   }
-  return m;
+  v8f m = v8_max (v8_max (v8_abs (y0), v8_abs (y1)),
+      v8_max (v8_abs (y2), v8_abs (y3)));
+  return v8_max (m, v8_abs (v8_load (l + i + HIST - LN_TP_DELAY)));
 }
 
-/* Frames s..e-1 of one channel (l: the channel's lane, history first):
- * peak[i] = max (peak[i], true peak detected at frame i); returns the
- * largest of them. */
+/* Frames s..e-1 of one channel: peak[i] = max (peak[i], true peak detected
+ * at frame i); returns the largest of them. The frames after the last full
+ * eight go through the same eight-frame kernel (the lane has PAD floats
+ * behind the block, whose lanes are computed and dropped), so every frame
+ * gets the same value whatever the block boundaries, in either build. */
 static inline __attribute__ ((always_inline)) float
 fir_channel (const float *l, size_t s, size_t e, float *peak)
 {
@@ -170,27 +158,17 @@ fir_channel (const float *l, size_t s, size_t e, float *peak)
   float total = 0.0f;
   size_t i = s;
   for (; i + V8 <= e; i += V8) {
-    v8f y0 = { 0 }, y1 = { 0 }, y2 = { 0 }, y3 = { 0 };
-#pragma GCC unroll 12
-    for (int k = 0; k < LN_TP_TAPS; k++) {
-      const v8f xk = v8_load (l + i + k);
-      y0 += vtc[0][k] * xk;
-      y1 += vtc[1][k] * xk;
-      y2 += vtc[2][k] * xk;
-      y3 += vtc[3][k] * xk;
-    }
-    v8f m = v8_max (v8_max (v8_abs (y0), v8_abs (y1)),
-        v8_max (v8_abs (y2), v8_abs (y3)));
-    m = v8_max (m, v8_abs (v8_load (l + i + HIST - LN_TP_DELAY)));
-    m = v8_max (m, v8_load (peak + i));
+    v8f m = v8_max (fir8 (l, i), v8_load (peak + i));
     v8_store (peak + i, m);
     vtotal = v8_max (vtotal, m);
   }
-  for (; i < e; i++) {
-    float m = fir_frame (l + i);
-    m = m > peak[i] ? m : peak[i];
-    peak[i] = m;
-    total = m > total ? m : total;
+  if (i < e) {
+    const v8f m = fir8 (l, i);
+    for (size_t j = 0; i + j < e; j++) {
+      float a = m[j] > peak[i + j] ? m[j] : peak[i + j];
+      peak[i + j] = a;
+      total = a > total ? a : total;
+    }
   }
   float vt = v8_hmax (vtotal);
   return vt > total ? vt : total;
@@ -246,17 +224,17 @@ static const v8i ODD = { 1, 3, 5, 7, 9, 11, 13, 15 };
 /* The whole detector, built twice: GCC makes an x86-64-v3 (AVX2 + FMA) and a
  * baseline version and picks one at load time (target_clones). The v3 build
  * contracts each multiply-add into one FMA (GCC's default -ffp-contract=fast
- * for GNU C): 40 % fewer instructions, and one rounding instead of two, so
- * the two builds may differ in the last bit of a float (both stay within
- * 1e-6 of the double-precision reference in test_meter.c). Within one build
- * the vector and the one-frame paths round alike. */
+ * for GNU C): fewer instructions, and one rounding instead of two, so the
+ * two builds may differ in the last bit of a float (both stay within 1e-6 of
+ * the double-precision reference in test_meter.c). Within one build, every
+ * frame goes through the same kernel (fir8). */
 __attribute__ ((target_clones ("arch=x86-64-v3", "default")))
 static float
 tp_process (LnTruePeak * tp, const float *x, size_t frames,
     float skip_below, float *per_frame)
 {
   const unsigned nch = tp->channels;
-  const size_t stride = HIST + tp->max_block;
+  const size_t stride = HIST + tp->max_block + PAD;
   float *peak = per_frame ? per_frame : tp->scratch;
   float total = 0.0f;
 
