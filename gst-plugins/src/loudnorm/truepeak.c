@@ -146,6 +146,15 @@ fir8 (const float *l, size_t i)
   return v8_max (m, v8_abs (v8_load (l + i + HIST - LN_TP_DELAY)));
 }
 
+/* peak[i..i+7] = max (peak[i..i+7], m); *vtotal = max (*vtotal, that) */
+static inline __attribute__ ((always_inline)) void
+merge8 (float *peak, size_t i, v8f m, v8f * vtotal)
+{
+  m = v8_max (m, v8_load (peak + i));
+  v8_store (peak + i, m);
+  *vtotal = v8_max (*vtotal, m);
+}
+
 /* Frames s..e-1 of one channel: peak[i] = max (peak[i], true peak detected
  * at frame i); returns the largest of them. The frames after the last full
  * eight go through the same eight-frame kernel (the lane has PAD floats
@@ -157,11 +166,8 @@ fir_channel (const float *l, size_t s, size_t e, float *peak)
   v8f vtotal = { 0 };
   float total = 0.0f;
   size_t i = s;
-  for (; i + V8 <= e; i += V8) {
-    v8f m = v8_max (fir8 (l, i), v8_load (peak + i));
-    v8_store (peak + i, m);
-    vtotal = v8_max (vtotal, m);
-  }
+  for (; i + V8 <= e; i += V8)
+    merge8 (peak, i, fir8 (l, i), &vtotal);
   if (i < e) {
     const v8f m = fir8 (l, i);
     for (size_t j = 0; i + j < e; j++) {
@@ -182,12 +188,8 @@ sample_peaks (const float *l, size_t s, size_t e, float *peak)
   v8f vtotal = { 0 };
   float total = 0.0f;
   size_t i = s;
-  for (; i + V8 <= e; i += V8) {
-    v8f m = v8_max (v8_abs (v8_load (l + i + HIST - LN_TP_DELAY)),
-        v8_load (peak + i));
-    v8_store (peak + i, m);
-    vtotal = v8_max (vtotal, m);
-  }
+  for (; i + V8 <= e; i += V8)
+    merge8 (peak, i, v8_abs (v8_load (l + i + HIST - LN_TP_DELAY)), &vtotal);
   float vt = v8_hmax (vtotal);
   total = vt;
   for (; i < e; i++) {

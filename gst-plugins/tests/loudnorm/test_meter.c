@@ -209,6 +209,15 @@ ref_peak (const float *x, size_t n, unsigned ch)
   return m;
 }
 
+/* The k-th block length of the schedule (1..maxb frames, every length
+ * occurs), cut to what is left of total frames after off. */
+static size_t
+block_len (size_t k, size_t off, size_t total, size_t maxb)
+{
+  size_t n = (k * 37 + 5) % maxb + 1;
+  return off + n > total ? total - off : n;
+}
+
 /* ln_tp_process against the reference, frame by frame, with block sizes from
  * 1 to 480 frames (so every split of the eight-frame vectors and the 32-frame
  * skip stretches occurs) and for 1, 2 and 6 channels. With skip_below 0 every
@@ -235,10 +244,7 @@ run_truepeak_reference (void)
       long bad = 0, sample_only = 0;
       size_t off = 0, k = 0;
       while (off < FRAMES) {
-        size_t n = (k * 37 + 5) % MAXB + 1;
-        k++;
-        if (off + n > FRAMES)
-          n = FRAMES - off;
+        size_t n = block_len (k++, off, FRAMES, MAXB);
         float total = ln_tp_process (tp, x + off * ch, n, skip_below, pf);
         float tmax = 0.0f;
         for (size_t i = 0; i < n; i++) {
@@ -273,17 +279,15 @@ run_truepeak_reference (void)
       check (what, got_largest, largest, 1e-5);
       if (mode == 0) {
         /* every frame the same value, bit for bit, whatever the block
-         * boundaries: blocks of 480 against the blocks of 1..480 above */
+         * boundaries: the blocks of 1..480 above against the same frames cut
+         * into blocks of 1..7 */
         LnTruePeak *tb = ln_tp_new (ch, MAXB);
         LnTruePeak *tc = ln_tp_new (ch, MAXB);
         float pb[MAXB], pc[MAXB];
         long differ = 0;
         size_t ob = 0, kk = 0;
         while (ob < FRAMES) {
-          size_t n = (kk * 37 + 5) % MAXB + 1;
-          kk++;
-          if (ob + n > FRAMES)
-            n = FRAMES - ob;
+          size_t n = block_len (kk++, ob, FRAMES, MAXB);
           /* the same frames twice: in one block, and in blocks of 1..7 */
           ln_tp_process (tb, x + ob * ch, n, 0.0f, pb);
           for (size_t o = 0; o < n;) {
