@@ -518,7 +518,7 @@ kernel_##SUFFIX (const EqCascade * eq, TYPE * data, size_t frames,           \
                                                                               \
 /* Two channels, one per lane of a two-double vector (GCC/Clang vector       \
  * extension, SSE2 on x86-64): the same operations in the same order as     \
- * kernel_##SUFFIX with NCH = 2, so the same results with half the           \
+ * kernel_##SUFFIX with NCH = 2, so the same results with fewer              \
  * instructions. */                                                          \
 static EQ_ALWAYS_INLINE void                                                  \
 pair_##SUFFIX (const EqCascade * eq, TYPE * data, size_t frames,             \
