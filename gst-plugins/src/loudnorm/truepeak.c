@@ -127,6 +127,14 @@ v8_hmax (v8f v)
   return m;
 }
 
+/* Frames i..i+7 of one channel: the delayed sample's magnitude (what a
+ * frame reads when no interpolated value can matter). */
+static inline __attribute__ ((always_inline)) v8f
+sample8 (const float *l, size_t i)
+{
+  return v8_abs (v8_load (l + i + HIST - LN_TP_DELAY));
+}
+
 /* Frames i..i+7 of one channel (l: the channel's lane, history first): the
  * largest of the four phases' |y| and of the delayed sample, per frame. */
 static inline __attribute__ ((always_inline)) v8f
@@ -143,7 +151,7 @@ fir8 (const float *l, size_t i)
   }
   v8f m = v8_max (v8_max (v8_abs (y0), v8_abs (y1)),
       v8_max (v8_abs (y2), v8_abs (y3)));
-  return v8_max (m, v8_abs (v8_load (l + i + HIST - LN_TP_DELAY)));
+  return v8_max (m, sample8 (l, i));
 }
 
 /* peak[i..i+7] = max (peak[i..i+7], m); *vtotal = max (*vtotal, that) */
@@ -155,21 +163,23 @@ merge8 (float *peak, size_t i, v8f m, v8f * vtotal)
   *vtotal = v8_max (*vtotal, m);
 }
 
-/* Frames s..e-1 of one channel: peak[i] = max (peak[i], true peak detected
- * at frame i); returns the largest of them. The frames after the last full
- * eight go through the same eight-frame kernel (the lane has PAD floats
- * behind the block, whose lanes are computed and dropped), so every frame
- * gets the same value whatever the block boundaries, in either build. */
+/* Frames s..e-1 of one channel: peak[i] = max (peak[i], v[i]) with v the true
+ * peak detected at frame i (filter) or the sample's magnitude (no filter);
+ * returns the largest of them. The frames after the last full eight go
+ * through the same eight-frame kernel (the lane has PAD floats behind the
+ * block, whose lanes are computed and dropped), so every frame gets the same
+ * value whatever the block boundaries, in either build. Callers pass filter
+ * as a constant, so each inlined copy has one kernel. */
 static inline __attribute__ ((always_inline)) float
-fir_channel (const float *l, size_t s, size_t e, float *peak)
+peaks_channel (const float *l, size_t s, size_t e, float *peak, int filter)
 {
   v8f vtotal = { 0 };
   float total = 0.0f;
   size_t i = s;
   for (; i + V8 <= e; i += V8)
-    merge8 (peak, i, fir8 (l, i), &vtotal);
+    merge8 (peak, i, filter ? fir8 (l, i) : sample8 (l, i), &vtotal);
   if (i < e) {
-    const v8f m = fir8 (l, i);
+    const v8f m = filter ? fir8 (l, i) : sample8 (l, i);
     for (size_t j = 0; i + j < e; j++) {
       float a = m[j] > peak[i + j] ? m[j] : peak[i + j];
       peak[i + j] = a;
@@ -178,27 +188,6 @@ fir_channel (const float *l, size_t s, size_t e, float *peak)
   }
   float vt = v8_hmax (vtotal);
   return vt > total ? vt : total;
-}
-
-/* Frames s..e-1 of one channel where no interpolated value can matter:
- * peak[i] = max (peak[i], |sample|). */
-static inline __attribute__ ((always_inline)) float
-sample_peaks (const float *l, size_t s, size_t e, float *peak)
-{
-  v8f vtotal = { 0 };
-  float total = 0.0f;
-  size_t i = s;
-  for (; i + V8 <= e; i += V8)
-    merge8 (peak, i, v8_abs (v8_load (l + i + HIST - LN_TP_DELAY)), &vtotal);
-  float vt = v8_hmax (vtotal);
-  total = vt;
-  for (; i < e; i++) {
-    float a = fabsf (l[i + HIST - LN_TP_DELAY]);
-    a = a > peak[i] ? a : peak[i];
-    peak[i] = a;
-    total = a > total ? a : total;
-  }
-  return total;
 }
 
 /* max |l[i]| for i in s..e-1 */
@@ -277,8 +266,8 @@ tp_process (LnTruePeak * tp, const float *x, size_t frames,
     for (unsigned c = 0; c < nch; c++) {
       const float *l = tp->lin + c * stride;
       /* skip: no interpolated value can reach skip_below, sample peaks only */
-      float t = skip ? sample_peaks (l, s, e, peak) : fir_channel (l, s, e,
-          peak);
+      float t = skip ? peaks_channel (l, s, e, peak, 0)
+          : peaks_channel (l, s, e, peak, 1);
       total = t > total ? t : total;
     }
   }
