@@ -14,7 +14,11 @@ RUNTIME_PACKAGES=(
   gstreamer1.0-libav libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev libebur128-dev
   meson ninja-build pkg-config gcc util-linux procps
 )
-TEST_PACKAGES=(ffmpeg iproute2 time prometheus systemd)  # prometheus: promtool checks our metrics; systemd: systemd-analyze checks the unit
+# prometheus: promtool checks our metrics; systemd: systemd-analyze checks the unit; systemd-container:
+# systemd-nspawn boots a real systemd for the unit test; darkice, ezstream, ices2, liquidsoap,
+# vorbis-tools: real Icecast source clients; linuxptp: ptp4l/pmc for the PTP tests; srt-tools:
+# srt-live-transmit as a second SRT implementation.
+TEST_PACKAGES=(ffmpeg iproute2 time prometheus systemd systemd-container darkice ezstream ices2 liquidsoap vorbis-tools linuxptp srt-tools)
 
 packages=("${RUNTIME_PACKAGES[@]}")
 [ "$want_test" = 1 ] && packages+=("${TEST_PACKAGES[@]}")
