@@ -14,7 +14,7 @@ ffmpeg SRT callers on loopback:
     open, nothing to read, no srtsrc) fails the start with an error that
     names the descriptor and does not quote the text.
 
-usage: test_callers.py GST_LAUNCH
+usage: test_callers.py GST_LAUNCH [--capture FILE]   (FILE: stdout of the first run)
 Exit 77 (skipped) without ffmpeg or srtsrc."""
 import os
 import re
@@ -28,6 +28,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from pslaunch import Checker, parse, free_udp_port  # noqa: E402
 
 LAUNCH = sys.argv[1]
+CAPTURE = sys.argv[sys.argv.index("--capture") + 1] if "--capture" in sys.argv else None
 # no space: ffmpeg 5.1 does not decode %20 in an srt:// URL (docs/elements-srtaccess.md)
 SECRET = "correct-horse~battery"
 
@@ -163,6 +164,9 @@ good = caller(port, "&passphrase=" + SECRET + "&pbkeylen=16", 3)
 check("the right passphrase streams (%d %s)" % (good.returncode, good.stderr.strip()[-200:]), good.returncode == 0)
 rc = gst.end()
 check("gst-launch ends by itself after the caller, exit 0 (%s)" % rc, rc == 0)
+if CAPTURE:
+    with open(CAPTURE, "w") as f:
+        f.write(gst.text() + "\n")
 events = access_events(gst)
 for e in events:
     print("  ", e)
