@@ -219,3 +219,31 @@ void t.test('without a passphrase: unencrypted callers play, a caller with one i
   t.ok(stats.packets > 1500, `RTP packets arrived (${stats.packets})`);
   for (const rms of stats.rmsDbfs) t.ok(Math.abs(rms - sineRmsDbfs(0.5)) < 0.2, `RMS ${rms.toFixed(2)} dBFS`);
 });
+
+void t.test('after an engine restart the stored passphrase still guards the input', async (t) => {
+  const first = await startEngine(t);
+  const srtPort = await freeUdpPort();
+  const receiver = await RtpReceiver.open();
+  t.teardown(() => receiver.close());
+  const created = await api<PipelineView>(first, 'POST', '/api/v1/pipelines', request(srtPort, receiver.port, { passphrase: SECRET }));
+  t.equal(created.status, 201);
+  const id = created.body.id;
+  await waitForPipeline(first, id, isRunning, 'running');
+  first.process.kill('SIGTERM');
+  await first.exited;
+
+  const second = await startEngine(t, { configFile: first.configFile, restPort: first.restPort });
+  const running = await waitForPipeline(second, id, isRunning, 'running again');
+  t.same(running.input, { type: 'srt', port: srtPort, latency: 300, passphrase: 'set', pbkeylen: 16 }, 'restored, still "set", default key length 16');
+  t.notOk((await readFile(`/proc/${String(running.pid)}/cmdline`)).toString('latin1').includes(SECRET));
+  const none = sendSine({ port: srtPort, amplitude: 0.5, seconds: 2 });
+  t.teardown(() => none.stop());
+  t.not(await none.done, 0, 'no passphrase: refused');
+  await second.waitForLog((l) => l.event === 'srt-caller-rejected' && l.pipeline_id === id && l.cause === 'the caller sent no passphrase');
+  const good = sendSine({ port: srtPort, amplitude: 0.5, seconds: 3, passphrase: SECRET });
+  t.teardown(() => good.stop());
+  t.equal(await good.done, 0, 'the stored passphrase is the one in force');
+  await new Promise((resolve) => setTimeout(resolve, 1000));
+  t.ok(receiver.stats(1.0, 0.5).packets > 1000, 'audio came through');
+  t.notOk([...first.logs, ...second.logs].some((l) => JSON.stringify(l).includes(SECRET)), 'neither engine logged it');
+});
