@@ -79,6 +79,10 @@ struct _GstSrtAccess
   gchar *source;
   gint passphrase_fd;
 
+  /* the descriptor already read (srtsrc keeps the passphrase it was given:
+   * a later NULL->READY does not read again); change_state only */
+  gint fd_read;
+
   /* the srtsrc whose signals are connected; change_state only */
   GstElement *srtsrc;
   gulong connecting_id;
@@ -458,8 +462,11 @@ start (GstSrtAccess * self)
   GST_OBJECT_UNLOCK (self);
 
   srtsrc = find_sibling (self, source);
-  if (fd >= 0)
+  if (fd >= 0 && fd != self->fd_read) {
     ok = apply_passphrase (self, srtsrc, fd);
+    if (ok)
+      self->fd_read = fd;
+  }
   if (ok && srtsrc != NULL
       && g_signal_lookup ("caller-connecting", G_OBJECT_TYPE (srtsrc)) != 0
       && g_signal_lookup ("caller-added", G_OBJECT_TYPE (srtsrc)) != 0) {
@@ -610,4 +617,5 @@ gst_srt_access_init (GstSrtAccess * self)
 {
   self->source = g_strdup (DEFAULT_SOURCE);
   self->passphrase_fd = DEFAULT_FD;
+  self->fd_read = -1;
 }
