@@ -7,6 +7,7 @@
  *     ! queue ! level ! <processing steps in order> ! audioconvert ! rtpL24pay (1 ms)
  *     [! rtpbatch (packets per send > 1)] ! udpsink
  *   pipelinestats (unlinked: reads the counters of src, buffer, pay and out every interval)
+ *   srtaccess (unlinked, SRT input only: the passphrase from fd 3 onto src; refused callers)
  *
  * SRT carries MPEG-TS. tsdemux is written out rather than left to decodebin: decodebin would put a
  * multiqueue (one more thread, woken for every frame) behind its demuxer, and would decode every
@@ -24,7 +25,7 @@
  * `level` measures the input (after decoding, before processing); loudnorm reports loudness in
  * and out. Element names are fixed: the statistics parser and pipelinestats rely on them.
  */
-import type { PipelineSpec, ProcessingStep } from '../spec/schema.js';
+import { DEFAULT_PBKEYLEN, type PipelineSpec, type ProcessingStep } from '../spec/schema.js';
 import { CAPS, element } from './elements.js';
 
 /** Internal input: the child reads the encoded stream from its stdin (fd 0). */
@@ -88,6 +89,8 @@ export function compileInput(input: CompilableSpec['input']): string[][] {
           'poll-timeout': 100,
           'keep-listening': false,
           'wait-for-connection': true,
+          // The key length only; the passphrase comes through srtaccess (compileAccess).
+          pbkeylen: input.passphrase === undefined ? undefined : String(input.pbkeylen ?? DEFAULT_PBKEYLEN),
         }),
         element('typefind', { name: 'typefind' }),
         element('tsdemux', { name: 'demux' }),
@@ -101,6 +104,33 @@ export function compileInput(input: CompilableSpec['input']): string[][] {
       throw new Error(`no compiler for input ${JSON.stringify(unknown)}`);
     }
   }
+}
+
+/** The descriptor on which the child reads the SRT passphrase (see `compileSecrets`). */
+export const PASSPHRASE_FD = 3;
+
+/**
+ * What the child reads from its descriptors 3, 4, ... (in this order), the secrets its argv
+ * only names by number: the SRT passphrase, read by `srtaccess passphrase-fd=3` before srtsrc
+ * opens its socket. The supervisor passes each as a pipe that holds these bytes and then ends.
+ */
+export function compileSecrets(spec: CompilableSpec): Uint8Array[] {
+  const input = spec.input;
+  if (input.type !== 'srt' || input.passphrase === undefined) return [];
+  return [new TextEncoder().encode(input.passphrase)];
+}
+
+/**
+ * The SRT input's access element, unlinked like pipelinestats: it reports callers libsrt refuses
+ * (`srtaccess` messages), and with a passphrase reads it from PASSPHRASE_FD onto srtsrc.
+ */
+function compileAccess(input: CompilableSpec['input']): string[] {
+  if (input.type !== 'srt') return [];
+  return element('srtaccess', {
+    name: 'access',
+    source: 'src',
+    'passphrase-fd': input.passphrase === undefined ? undefined : PASSPHRASE_FD,
+  });
 }
 
 export function compilePipeline(spec: CompilableSpec, options: CompileOptions): string[] {
@@ -133,5 +163,5 @@ export function compilePipeline(spec: CompilableSpec, options: CompileOptions): 
   ];
   const chain = stages.flatMap((tokens, i) => (i === 0 ? tokens : [link, ...tokens]));
   const stats = element('pipelinestats', { name: 'stats', interval, source: 'src', buffer: 'buffer', payloader: 'pay', sink: 'out' });
-  return [...GST_LAUNCH_OPTIONS, ...chain, ...stats];
+  return [...GST_LAUNCH_OPTIONS, ...chain, ...stats, ...compileAccess(spec.input)];
 }

@@ -35,7 +35,11 @@ export const ELEMENTS = {
     'poll-timeout': int(-1, 10000),
     'keep-listening': bool,
     'wait-for-connection': bool,
+    pbkeylen: { kind: 'enum', values: ['16', '24', '32'] },
   },
+  // Ours (docs/elements-srtaccess.md): sets srtsrc's passphrase from a pipe the engine passes
+  // (the secret is never an argv token) and reports callers libsrt refuses.
+  srtaccess: { name, source: name, 'passphrase-fd': int(3, 9) },
   // Internal input of stations with an Icecast harbor: the engine feeds the source's body to the
   // child's stdin. Never reachable from a REST/gRPC spec (the schema has no such input type).
   fdsrc: { name, fd: int(0, 0), blocksize: int(512, 65536) },

@@ -16,7 +16,13 @@ function present(fields: Json): Json {
 }
 
 function input(message: InputConfig): Json {
-  return present({ type: message.type, port: message.port, latency: message.latency });
+  return present({
+    type: message.type,
+    port: message.port,
+    latency: message.latency,
+    passphrase: message.passphrase,
+    pbkeylen: message.pbkeylen,
+  });
 }
 
 function band(message: EqBand): Json {

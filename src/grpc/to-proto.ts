@@ -28,7 +28,13 @@ export function pipelineToProto(view: PipelineView): Pipeline {
     name: view.name,
     status: view.status,
     created_at: view.created_at,
-    input: { type: view.input.type, port: view.input.port, latency: view.input.latency },
+    input: {
+      type: view.input.type,
+      port: view.input.port,
+      latency: view.input.latency,
+      passphrase: view.input.passphrase, // "set" or absent: the view never holds the secret
+      pbkeylen: view.input.pbkeylen,
+    },
     processing: view.processing.map(stepToProto),
     output: {
       type: view.output.type,

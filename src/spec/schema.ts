@@ -11,13 +11,28 @@ export type PluginName = (typeof PLUGINS)[number];
 
 const strict = { additionalProperties: false } as const;
 
+/** SRT key lengths in bytes (AES-128, -192, -256), as srtsrc's `pbkeylen` takes them. */
+export const PBKEYLENS = [16, 24, 32] as const;
+export type Pbkeylen = (typeof PBKEYLENS)[number];
+/** The key length a pipeline with a passphrase gets when the request names none: libsrt's own default. */
+export const DEFAULT_PBKEYLEN: Pbkeylen = 16;
+
 export const SrtInput = Type.Object(
   {
     type: Type.Literal('srt'),
     port: Type.Integer({ minimum: 1024, maximum: 65535, description: 'UDP port the SRT listener binds' }),
     latency: Type.Integer({ minimum: 20, maximum: 8000, default: 120, description: 'SRT latency, ms' }),
+    // SRT's own limits (SRTO_PASSPHRASE: 10-79 bytes); printable ASCII, so characters are bytes.
+    // A secret: stored in a 0600 record, handed to the child through a pipe (never its argv or
+    // environment), shown as "set" in every view (docs/api.md).
+    passphrase: Type.Optional(
+      Type.String({ minLength: 10, maxLength: 79, pattern: '^[\\x20-\\x7E]*$', description: 'SRT passphrase: callers must use it' }),
+    ),
+    pbkeylen: Type.Optional(
+      Type.Unsafe<Pbkeylen>({ type: 'integer', enum: [...PBKEYLENS], description: 'SRT key length, bytes; default 16 with a passphrase' }),
+    ),
   },
-  strict,
+  { ...strict, dependencies: { pbkeylen: ['passphrase'] } },
 );
 
 export const LoudnessNormalizeStep = Type.Object(

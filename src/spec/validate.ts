@@ -7,7 +7,7 @@ import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import type { TSchema, Static } from '@sinclair/typebox';
 import { ValidationError } from '../errors.js';
 import { isValidHost } from './host.js';
-import { PipelineSpec, PLUGINS } from './schema.js';
+import { DEFAULT_PBKEYLEN, PipelineSpec, PLUGINS } from './schema.js';
 
 export function createAjv(): Ajv {
   const ajv = new Ajv({
@@ -78,6 +78,10 @@ export function toValidationError(error: ErrorObject, data: unknown, style: Path
       const name = String((error.params as { missingProperty: string }).missingProperty);
       return new ValidationError(`${at([name])} is required`, [...parts, name]);
     }
+    case 'dependencies': {
+      const { property, missingProperty } = error.params as { property: string; missingProperty: string };
+      return new ValidationError(`${at([property])} is only allowed with ${at([missingProperty])}`, [...parts, property]);
+    }
     case 'discriminator': {
       const { tag, tagValue } = error.params as { tag: string; tagValue: unknown };
       if (typeof tagValue !== 'string') {
@@ -136,9 +140,15 @@ export function compileValidator<S extends TSchema>(schema: S, onAjv: Ajv = ajv)
 
 const pipelineSpec = compileValidator(PipelineSpec);
 
-/** The one entry point for a create request, REST or gRPC. */
+/**
+ * The one entry point for a create request, REST or gRPC. A value is never echoed for
+ * `input.passphrase`: its messages name the field and the rule only.
+ */
 export function parsePipelineSpec(input: unknown, style: PathStyle = REST_BODY): PipelineSpec {
-  return pipelineSpec.parse(input, style);
+  const spec = pipelineSpec.parse(input, style);
+  // A default that depends on another field, which JSON Schema defaults cannot say.
+  if (spec.input.passphrase !== undefined) spec.input.pbkeylen ??= DEFAULT_PBKEYLEN;
+  return spec;
 }
 
 export type { PipelineSpec };

@@ -45,7 +45,23 @@ export interface PipelineStatsEvent {
   output?: { packets: number; bytes: number };
 }
 
-export type StatsEvent = LevelEvent | LoudnessEvent | PipelineStatsEvent;
+/** A caller of the SRT listener, from our `srtaccess` element (docs/elements-srtaccess.md). */
+export type SrtAccessEvent =
+  | { kind: 'srtaccess'; element: string; event: 'accepted'; peer?: string }
+  | {
+      kind: 'srtaccess';
+      element: string;
+      event: 'rejected';
+      peer?: string;
+      /** libsrt's reject code (SRT_REJ_*: 1010 wrong passphrase, 1011 passphrase on one side only). */
+      rejectCode: number;
+      /** libsrt's words for it. */
+      reason: string;
+      /** The listener has a passphrase. */
+      passphrase: boolean;
+    };
+
+export type StatsEvent = LevelEvent | LoudnessEvent | PipelineStatsEvent | SrtAccessEvent;
 
 const ELEMENT_MESSAGE = /^Got message #\d+ from element "([^"]+)" \(element\): (.*)$/;
 
@@ -121,7 +137,22 @@ export function parseLine(line: string): StatsEvent | undefined {
       if (packets !== undefined && bytes !== undefined) event.output = { packets, bytes };
       return event;
     }
+    case 'srtaccess':
+      return srtAccess(element, structure);
     default:
       return undefined;
   }
+}
+
+function srtAccess(element: string, s: GstStructure): SrtAccessEvent | undefined {
+  const event = s.fields.get('event');
+  const peerField = s.fields.get('peer');
+  const peer = typeof peerField === 'string' ? { peer: peerField } : {};
+  if (event === 'accepted') return { kind: 'srtaccess', element, event, ...peer };
+  if (event !== 'rejected') return undefined;
+  const rejectCode = num(s, 'reject-code');
+  const reason = s.fields.get('reason');
+  const passphrase = s.fields.get('passphrase');
+  if (rejectCode === undefined || typeof reason !== 'string' || typeof passphrase !== 'boolean') return undefined;
+  return { kind: 'srtaccess', element, event, ...peer, rejectCode, reason, passphrase };
 }

@@ -41,6 +41,8 @@ export class PipelineStats {
         this.transport = event;
         this.lastProgressAt = now;
         break;
+      case 'srtaccess': // logged by the supervisor (stats/srt-callers.ts), no state here
+        break;
       default: {
         const unknown: never = event;
         throw new Error(`unknown event ${JSON.stringify(unknown)}`);

@@ -3,8 +3,13 @@
  * A write is atomic and durable before it returns (temp file, fsync, rename, fsync the folder),
  * so a pipeline acknowledged with 201 survives kill -9 and power loss. A damaged file is set
  * aside (renamed *.damaged) and reported; it never blocks start-up.
+ *
+ * A record may hold a secret (`input.passphrase`), so every record is mode 0600 and the folder
+ * 0700: the same mode for all records (created so, never widened), so neither a window between
+ * create and chmod nor a record's mode tells which pipelines have a passphrase. Records written
+ * by earlier versions (0640) are narrowed when the store opens.
  */
-import { mkdir, open, readdir, readFile, rename, unlink } from 'node:fs/promises';
+import { chmod, mkdir, open, readdir, readFile, rename, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import { ValidationError } from '../errors.js';
 import type { PipelineSpec } from '../spec/schema.js';
@@ -20,6 +25,9 @@ export interface PipelineRecord {
 }
 
 const FORMAT = 1;
+/** Owner read/write only: a record may hold a passphrase. */
+export const RECORD_MODE = 0o600;
+const DIR_MODE = 0o700;
 
 export interface OpenResult {
   records: PipelineRecord[];
@@ -40,7 +48,8 @@ export class PipelineStore {
 
   /** Reads every record, oldest first. */
   async open(): Promise<OpenResult> {
-    await mkdir(this.dir, { recursive: true });
+    await mkdir(this.dir, { recursive: true, mode: DIR_MODE });
+    await chmod(this.dir, DIR_MODE);
     const records: PipelineRecord[] = [];
     const damaged: OpenResult['damaged'] = [];
     for (const entry of (await readdir(this.dir)).sort()) {
@@ -51,6 +60,7 @@ export class PipelineStore {
       }
       if (!entry.endsWith('.json')) continue;
       try {
+        await chmod(file, RECORD_MODE);
         records.push(decode(await readFile(file, 'utf8'), entry));
       } catch (error) {
         const reason = error instanceof Error ? error.message : String(error);
@@ -67,8 +77,9 @@ export class PipelineStore {
     const file = this.fileOf(record.id);
     const tmp = `${file}.${process.pid}.tmp`;
     const body = `${JSON.stringify({ format: FORMAT, ...record }, null, 2)}\n`;
-    const handle = await open(tmp, 'w', 0o640);
+    const handle = await open(tmp, 'w', RECORD_MODE);
     try {
+      await handle.chmod(RECORD_MODE); // whatever the umask, or a stale temp file, left
       await handle.writeFile(body, 'utf8');
       await handle.sync();
     } finally {
@@ -96,7 +107,13 @@ export class PipelineStore {
 }
 
 function decode(text: string, entry: string): PipelineRecord {
-  const raw = JSON.parse(text) as Record<string, unknown>;
+  let raw: Record<string, unknown>;
+  try {
+    raw = JSON.parse(text) as Record<string, unknown>;
+  } catch {
+    // Not the parser's message: it quotes the text around the fault, which may be a passphrase.
+    throw new Error('not valid JSON');
+  }
   if (raw.format !== FORMAT) throw new Error(`unknown format ${JSON.stringify(raw.format)}`);
   const { id, seq, created_at: createdAt, spec } = raw;
   if (typeof id !== 'string' || !PIPELINE_ID.test(id) || `${id}.json` !== entry) throw new Error('id does not match the file name');

@@ -27,6 +27,12 @@ export interface LaunchOptions {
   onStderrLine: (line: string) => void;
   /** 'pipe': the child gets a writable stdin (ChildProcess.stdin); default 'ignore'. */
   stdin?: 'ignore' | 'pipe';
+  /**
+   * Data the child reads from its descriptors 3, 4, ... in this order: each a pipe that holds
+   * these bytes and is then closed (secrets the child must not get through argv or environment,
+   * which other processes can read in /proc). Default none.
+   */
+  extraInput?: readonly Uint8Array[];
 }
 
 export interface ChildProcess {
@@ -63,9 +69,7 @@ export function launchChild(options: LaunchOptions): ChildProcess {
     : [options.command, [...options.args]];
   const subprocess: ResultPromise = execa(file, args, {
     reject: false,
-    stdin: options.stdin ?? 'ignore',
-    stdout: 'pipe',
-    stderr: 'pipe',
+    stdio: [options.stdin ?? 'ignore', 'pipe', 'pipe', ...(options.extraInput ?? [])],
     buffer: false,
     detached: true, // own process group: a Ctrl-C meant for the engine does not reach the child
     // Not execa's cleanup: it hooks SIGTERM and would kill the child before the supervisor can

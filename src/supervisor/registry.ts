@@ -4,9 +4,10 @@
  * before it answers. At start every stored pipeline comes back with its id and runs again.
  */
 import type { Logger } from 'pino';
-import { compilePipeline, type CompileOptions } from '../compiler/compile.js';
+import { compilePipeline, compileSecrets, type CompileOptions } from '../compiler/compile.js';
 import { LimitError, NotFoundError, PortInUseError } from '../errors.js';
 import type { PortProbe } from '../net/udp-port.js';
+import { redactInput, type SrtInputView } from '../spec/redact.js';
 import type { PipelineSpec } from '../spec/schema.js';
 import { newPipelineId, PIPELINE_ID } from '../store/ids.js';
 import type { PipelineRecord, PipelineStore } from '../store/pipeline-store.js';
@@ -21,7 +22,8 @@ export interface PipelineView extends RuntimeInfo, InputReport {
   name: string;
   status: PipelineStatus;
   created_at: string;
-  input: PipelineSpec['input'];
+  /** The input with its passphrase shown as "set". */
+  input: SrtInputView;
   processing: PipelineSpec['processing'];
   output: PipelineSpec['output'];
 }
@@ -150,7 +152,9 @@ export class PipelineRegistry {
 
   private startPipeline(record: PipelineRecord): Pipeline {
     const args = compilePipeline(record.spec, this.options.compile);
-    const supervisor = new PipelineSupervisor(record.id, args, this.options.supervisorDeps);
+    const supervisor = new PipelineSupervisor(record.id, args, this.options.supervisorDeps, {
+      extraInput: compileSecrets(record.spec),
+    });
     const pipeline: Pipeline = { record, supervisor };
     this.pipelines.set(record.id, pipeline);
     supervisor.start();
@@ -164,7 +168,7 @@ export class PipelineRegistry {
       name: record.spec.name,
       status: runtime.state === 'failed' ? 'failed' : 'active',
       created_at: record.created_at,
-      input: record.spec.input,
+      input: redactInput(record.spec.input),
       processing: record.spec.processing,
       output: record.spec.output,
       ...runtime,

@@ -7,7 +7,8 @@ import type { Logger } from 'pino';
 import type { ChildProcess, LaunchOptions } from './child.js';
 import { backoffDelay, nextAttempt, type BackoffPolicy } from './backoff.js';
 import { classifyExit } from './exit.js';
-import { parseLine } from '../stats/parse-line.js';
+import { parseLine, type SrtAccessEvent } from '../stats/parse-line.js';
+import { SrtCallerLog } from '../stats/srt-callers.js';
 import { PipelineStats } from '../stats/pipeline-stats.js';
 import { RingBuffer } from './ring-buffer.js';
 import { MIN_CLEAN_RUN_MS, transition, type Action, type ChildEvent, type ChildState, type Desired } from './state.js';
@@ -40,6 +41,8 @@ export interface SupervisorOptions {
   label?: string;
   /** Also record the supervisor's own events (child started, exited, state) in the output ring. */
   traceInLog?: boolean;
+  /** Secrets each child reads from its descriptors 3, 4, ... (LaunchOptions.extraInput). */
+  extraInput?: readonly Uint8Array[];
 }
 
 export interface RuntimeInfo {
@@ -78,6 +81,8 @@ export class PipelineSupervisor {
   private watchdog: NodeJS.Timeout | undefined;
   /** Why the supervisor itself killed the child, to report instead of the signal. */
   private killReason: string | undefined;
+  /** What the log says about SRT callers (kept across children: a refused caller retries). */
+  private readonly callers = new SrtCallerLog();
   /** Statistics of the current child (a fresh object for every child). */
   stats: PipelineStats;
 
@@ -204,9 +209,11 @@ export class PipelineSupervisor {
       args: this.args,
       env: this.deps.env,
       stdin: this.options.stdin === true ? 'pipe' : 'ignore',
+      extraInput: this.options.extraInput,
       onStdoutLine: (line) => {
         if (BUS_MESSAGE.test(line)) {
           const event = parseLine(line);
+          if (event?.kind === 'srtaccess') this.reportCaller(event);
           if (event !== undefined) stats.apply(event, this.deps.now());
           return;
         }
@@ -225,6 +232,14 @@ export class PipelineSupervisor {
     this.log.info({ event: 'spawn', pid: child.pid, restarts: this.restarts }, `${this.label}: child started`);
     this.note(`child started (pid ${String(child.pid)})`);
     void child.exited.then((exit) => this.onExit(child, exit.exitCode, exit.signal, exit.spawnError));
+  }
+
+  /** An SRT caller accepted or refused (by libsrt: wrong or missing passphrase): the log and the output ring. */
+  private reportCaller(event: SrtAccessEvent): void {
+    const line = this.callers.report(event, this.deps.now());
+    if (line === undefined) return;
+    this.log[line.level](line.fields, `${this.label}: ${line.text}`);
+    this.output.push(`${new Date(this.deps.now()).toISOString()} engine: ${line.text}`);
   }
 
   /**

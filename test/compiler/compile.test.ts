@@ -1,5 +1,5 @@
 import t from 'tap';
-import { compilePipeline } from '../../src/compiler/compile.js';
+import { compilePipeline, compileSecrets, PASSPHRASE_FD } from '../../src/compiler/compile.js';
 import { CAPS, element, formatNumber, formatValue, UnsafeValueError } from '../../src/compiler/elements.js';
 import { ValidationError } from '../../src/errors.js';
 import { parsePipelineSpec } from '../../src/spec/validate.js';
@@ -25,7 +25,29 @@ void t.test('the exact argv of the interface example', async (t) => {
     '!', 'rtpL24pay', 'name=pay', 'pt=96', 'min-ptime=1000000', 'max-ptime=1000000',
     '!', 'udpsink', 'name=out', 'host=239.69.1.1', 'port=5004', 'ttl-mc=16', 'auto-multicast=true', 'sync=true', 'async=false',
     'pipelinestats', 'name=stats', 'interval=1000000000', 'source=src', 'buffer=buffer', 'payloader=pay', 'sink=out',
+    'srtaccess', 'name=access', 'source=src',
   ]);
+});
+
+void t.test('a passphrase is never an argv token: srtaccess reads it from descriptor 3', async (t) => {
+  const secret = 'correct horse battery staple';
+  const spec = parsePipelineSpec({ ...EXAMPLE, input: { type: 'srt', port: 9000, passphrase: secret, pbkeylen: 32 } });
+  const argv = compilePipeline(spec, { statsIntervalMs: 1000, packetsPerSend: 4 });
+  t.notOk(argv.some((token) => token.includes('correct') || token.includes('passphrase=')), 'no token holds the secret');
+  const src = argv.indexOf('srtsrc');
+  t.ok(argv.slice(src, argv.indexOf('!')).includes('pbkeylen=32'), 'the key length is on srtsrc');
+  t.same(argv.slice(-4), ['srtaccess', 'name=access', 'source=src', `passphrase-fd=${PASSPHRASE_FD}`]);
+  t.equal(PASSPHRASE_FD, 3);
+  const secrets = compileSecrets(spec);
+  t.equal(secrets.length, 1, 'one descriptor: 3');
+  t.equal(Buffer.from(secrets[0] ?? new Uint8Array()).toString('ascii'), secret, 'exactly the passphrase, no newline');
+  const defaulted = parsePipelineSpec({ ...EXAMPLE, input: { type: 'srt', port: 9000, passphrase: secret } });
+  t.ok(compilePipeline(defaulted, { statsIntervalMs: 1000, packetsPerSend: 1 }).includes('pbkeylen=16'), 'default key length 16');
+  const open = compilePipeline(parsePipelineSpec(EXAMPLE), { statsIntervalMs: 1000, packetsPerSend: 1 });
+  t.notOk(open.some((token) => token.startsWith('pbkeylen') || token.startsWith('passphrase-fd')), 'no passphrase: neither');
+  t.same(compileSecrets(parsePipelineSpec(EXAMPLE)), []);
+  t.throws(() => element('srtaccess', { 'passphrase-fd': 0 }), UnsafeValueError, 'never stdin');
+  t.throws(() => element('srtsrc', { pbkeylen: '20' }), UnsafeValueError);
 });
 
 void t.test('steps compile in order; the multicast interface is its own token', async (t) => {
@@ -91,6 +113,8 @@ const injections: [string, (s: LooseBody) => void][] = [
   ['interface with quote', (s) => { s.output.interface = 'eth0"'; }],
   ['plugin name injection', (s) => { s.processing = [{ plugin: 'eq ! filesink' }]; }],
   ['extra property field', (s) => { s.input.mode = 'caller'; }],
+  ['passphrase with a newline and an element', (s) => { s.input.passphrase = 'abcdefghij\n! filesink location=/tmp/x'; }],
+  ['pbkeylen text', (s) => { s.input.passphrase = 'abcdefghijk'; s.input.pbkeylen = '16 ! fakesink'; }],
   ['exponent gain', (s) => { s.processing = [{ plugin: 'eq', bands: [{ freq: 100, gain: 1e300 }] }]; }],
 ];
 

@@ -14,6 +14,9 @@ export interface SenderOptions {
   codec?: 'aac' | 'mp2' | 's302m';
   /** Also a small MPEG-2 video stream, written before the audio in the transport stream. */
   video?: boolean;
+  /** SRT encryption of the caller (ffmpeg 5.1 sends the query text as it is: no %XX). */
+  passphrase?: string;
+  pbkeylen?: 16 | 24 | 32;
 }
 
 export interface Sender {
@@ -21,6 +24,11 @@ export interface Sender {
   /** Resolves with the exit code when ffmpeg ends. */
   done: Promise<number | null>;
   stop(): void;
+}
+
+function encryption(options: SenderOptions): string {
+  const passphrase = options.passphrase === undefined ? '' : `&passphrase=${options.passphrase}`;
+  return options.pbkeylen === undefined ? passphrase : `${passphrase}&pbkeylen=${options.pbkeylen}`;
 }
 
 export function sendSine(options: SenderOptions): Sender {
@@ -41,7 +49,7 @@ export function sendSine(options: SenderOptions): Sender {
     '-f', 'lavfi', '-i', `aevalsrc=${expr}|${expr}:s=48000:d=${options.seconds}`,
     ...(options.video === true ? ['-map', '0:v', '-map', '1:a', '-c:v', 'mpeg2video', '-b:v', '200k'] : []),
     ...codecArgs,
-    '-f', 'mpegts', `srt://127.0.0.1:${options.port}?mode=caller&latency=300000&connect_timeout=3000`,
+    '-f', 'mpegts', `srt://127.0.0.1:${options.port}?mode=caller&latency=300000&connect_timeout=3000${encryption(options)}`,
   ];
   const child = spawn('ffmpeg', args, { stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';

@@ -31,7 +31,15 @@ const cases: [string, unknown, string][] = [
   ['fractional port', withField((s) => { s.input.port = 9000.5; }), 'body/input/port must be integer'],
   ['latency too low', withField((s) => { s.input.latency = 5; }), 'body/input/latency must be >= 20'],
   ['latency too high', withField((s) => { s.input.latency = 9000; }), 'body/input/latency must be <= 8000'],
-  ['unknown input field', withField((s) => { (s.input as Record<string, unknown>).passphrase = 'x'; }), 'body/input/passphrase is not a known field'],
+  ['unknown input field', withField((s) => { (s.input as Record<string, unknown>).streamid = 'x'; }), 'body/input/streamid is not a known field'],
+  ['passphrase too short', withField((s) => { (s.input as Record<string, unknown>).passphrase = 'secret123'; }), 'body/input/passphrase must NOT have fewer than 10 characters'],
+  ['passphrase too long', withField((s) => { (s.input as Record<string, unknown>).passphrase = 'p'.repeat(80); }), 'body/input/passphrase must NOT have more than 79 characters'],
+  ['passphrase with a newline', withField((s) => { (s.input as Record<string, unknown>).passphrase = 'correct\nhorse'; }), 'body/input/passphrase has characters that are not allowed'],
+  ['passphrase not ASCII', withField((s) => { (s.input as Record<string, unknown>).passphrase = 'correcthörse'; }), 'body/input/passphrase has characters that are not allowed'],
+  ['passphrase as a number', withField((s) => { (s.input as Record<string, unknown>).passphrase = 12345678901; }), 'body/input/passphrase must be string'],
+  ['pbkeylen without a passphrase', withField((s) => { (s.input as Record<string, unknown>).pbkeylen = 16; }), 'body/input/pbkeylen is only allowed with body/input/passphrase'],
+  ['pbkeylen 20', withField((s) => { Object.assign(s.input, { passphrase: 'correcthorse', pbkeylen: 20 }); }), 'body/input/pbkeylen must be one of 16, 24, 32; got 20'],
+  ['pbkeylen as a string', withField((s) => { Object.assign(s.input, { passphrase: 'correcthorse', pbkeylen: '16' }); }), 'body/input/pbkeylen must be integer'],
   ['unknown top field', withField((s) => { s.extra = 1; }), 'body/extra is not a known field'],
   ['unknown plugin', withField((s) => { (s.processing as unknown[]) = [{ plugin: 'reverb' }]; }), 'body/processing/0/plugin must be one of loudness-normalize, eq; got "reverb"'],
   ['plugin missing', withField((s) => { (s.processing as unknown[]) = [{ target: -23 }]; }), 'body/processing/0/plugin is required'],
@@ -68,6 +76,26 @@ for (const [what, body, message] of cases) {
     t.match((caught as Error | undefined)?.message, new RegExp(`^${message.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}`));
   });
 }
+
+void t.test('a passphrase gets pbkeylen 16 unless it names one; no error message holds the secret', async (t) => {
+  const spec = parsePipelineSpec(withField((s) => { Object.assign(s.input, { passphrase: 'correct horse ~!' }); }));
+  t.same(spec.input, { type: 'srt', port: 9000, latency: 120, passphrase: 'correct horse ~!', pbkeylen: 16 });
+  for (const pbkeylen of [16, 24, 32]) {
+    t.equal(parsePipelineSpec(withField((s) => { Object.assign(s.input, { passphrase: 'p'.repeat(79), pbkeylen }); })).input.pbkeylen, pbkeylen);
+  }
+  t.notOk('pbkeylen' in parsePipelineSpec(EXAMPLE).input, 'no passphrase, no key length');
+  for (const secret of ['secret123', `${'p'.repeat(79)}Q`, 'correct\nhorse!']) {
+    let caught: unknown;
+    try {
+      parsePipelineSpec(withField((s) => { Object.assign(s.input, { passphrase: secret }); }));
+    } catch (error) {
+      caught = error;
+    }
+    t.type(caught, ValidationError);
+    t.notOk((caught as Error).message.includes(secret.slice(0, 8)), `the message does not quote ${JSON.stringify(secret)}`);
+  }
+  t.throws(() => parsePipelineSpec(withField((s) => { Object.assign(s.input, { pbkeylen: 24 }); }), DOTTED), { message: 'input.pbkeylen is only allowed with input.passphrase' });
+});
 
 void t.test('gRPC and config paths are dotted', async (t) => {
   t.throws(() => parsePipelineSpec(withField((s) => { s.input.port = 70000; }), DOTTED), { message: 'input.port must be <= 65535' });

@@ -78,3 +78,29 @@ void t.test('never throws on garbage, truncation or interleaved stderr', async (
   t.equal(parseLine('Got message #1 from element "x" (element): level, rms=(GValueArray)< 1, '), undefined, 'a partial line');
   t.equal(parseLine('Got message #1 from element "x" (element): unknownthing, a=(int)1;'), undefined, 'an unknown message');
 });
+
+void t.test('srtaccess messages of a real run: refused and accepted callers (docs/elements-srtaccess.md)', async (t) => {
+  const lines = readFileSync(path.join(fixtures, 'srtaccess-callers.stdout'), 'utf8').split('\n');
+  const events = lines.map(parseLine).filter((e): e is StatsEvent => e?.kind === 'srtaccess');
+  t.equal(events.length, 3, 'no passphrase, wrong passphrase, then the right one');
+  t.match(events[0], { kind: 'srtaccess', element: 'access', event: 'rejected', peer: /^127\.0\.0\.1:\d+$/, rejectCode: 1011, reason: 'Password required or unexpected', passphrase: true });
+  t.match(events[1], { event: 'rejected', rejectCode: 1010, reason: 'Incorrect passphrase', passphrase: true });
+  t.match(events[2], { event: 'accepted', peer: /^127\.0\.0\.1:\d+$/ });
+  t.notOk('rejectCode' in (events[2] ?? {}));
+  const doc = readFileSync(path.join(ROOT, 'docs', 'elements-srtaccess.md'), 'utf8');
+  const documented = doc.split('\n').filter((l) => l.startsWith('Got message #') && l.includes('(element): srtaccess,'));
+  t.ok(documented.length >= 3, 'the doc carries real lines');
+  for (const line of documented) t.equal(parseLine(line)?.kind, 'srtaccess', line.slice(0, 80));
+});
+
+void t.test('srtaccess: an address in brackets, no address, and malformed messages', async (t) => {
+  const head = 'Got message #9 from element "access" (element): srtaccess, ';
+  t.same(parseLine(`${head}event=(string)accepted, peer=(string)"\\[::1\\]:5000";`), { kind: 'srtaccess', element: 'access', event: 'accepted', peer: '[::1]:5000' });
+  t.same(parseLine(`${head}event=(string)rejected, reject-code=(int)1003, reason=(string)"Peer\\ rejected\\ connection", passphrase=(boolean)false;`), {
+    kind: 'srtaccess', element: 'access', event: 'rejected', rejectCode: 1003, reason: 'Peer rejected connection', passphrase: false,
+  });
+  t.equal(parseLine(`${head}event=(string)rejected, reason=(string)x, passphrase=(boolean)true;`), undefined, 'no code');
+  t.equal(parseLine(`${head}event=(string)rejected, reject-code=(int)1010, reason=(string)x;`), undefined, 'no passphrase flag');
+  t.equal(parseLine(`${head}event=(string)maybe;`), undefined, 'unknown event');
+  t.equal(parseLine(`${head}peer=(string)1.2.3.4:5;`), undefined, 'no event');
+});

@@ -1,4 +1,4 @@
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
 import { PipelineStore, type PipelineRecord } from '../../src/store/pipeline-store.js';
@@ -61,4 +61,35 @@ void t.test('ids are pl_ and 16 base62 characters', async (t) => {
   for (const id of ids) t.match(id, /^pl_[0-9A-Za-z]{16}$/);
   t.ok(PIPELINE_ID.test('pl_abcdefghijkl'));
   t.notOk(PIPELINE_ID.test('pl_../../etc'));
+});
+
+void t.test('records are 0600 in a 0700 folder whatever the umask; older 0640 records are narrowed', async (t) => {
+  const dir = t.testdir();
+  const store = new PipelineStore(dir);
+  await store.open();
+  const old = process.umask(0o002);
+  t.teardown(() => process.umask(old));
+  const secret = record(1, '2026-11-21T10:00:00.000Z');
+  secret.spec = parsePipelineSpec({ ...EXAMPLE, input: { type: 'srt', port: 9000, passphrase: 'correct-horse-battery' } });
+  const plain = record(2, '2026-11-21T10:00:01.000Z');
+  await store.put(secret);
+  await store.put(plain);
+  const modeOf = (file: string): number => statSync(file).mode & 0o777;
+  for (const r of [secret, plain]) t.equal(modeOf(path.join(dir, 'pipelines', `${r.id}.json`)), 0o600, 'every record 0600');
+  t.equal(modeOf(path.join(dir, 'pipelines')), 0o700);
+  const legacy = path.join(dir, 'pipelines', `${plain.id}.json`);
+  chmodSync(legacy, 0o640);
+  const { records } = await new PipelineStore(dir).open();
+  t.equal(modeOf(legacy), 0o600, 'narrowed on open');
+  t.same(records[0]?.spec.input, { type: 'srt', port: 9000, latency: 120, passphrase: 'correct-horse-battery', pbkeylen: 16 }, 'the secret comes back for the next start');
+});
+
+void t.test('a record that is not JSON is reported without quoting its text', async (t) => {
+  const dir = t.testdir();
+  await new PipelineStore(dir).open();
+  const id = newPipelineId();
+  writeFileSync(path.join(dir, 'pipelines', `${id}.json`), '{"format": 1, "spec": {"input": {"passphrase": "correct-horse-battery"');
+  const { damaged } = await new PipelineStore(dir).open();
+  t.equal(damaged.length, 1);
+  t.equal(damaged[0]?.reason, 'not valid JSON');
 });

@@ -68,7 +68,18 @@ export interface InputConfig {
     | number
     | undefined;
   /** SRT latency, milliseconds: 20-8000. Default 120. */
-  latency?: number | undefined;
+  latency?:
+    | number
+    | undefined;
+  /**
+   * SRT passphrase callers must use: 10-79 printable ASCII characters. Absent: callers connect
+   * unencrypted. In a Pipeline it is never the secret: "set" when the input has one.
+   */
+  passphrase?:
+    | string
+    | undefined;
+  /** SRT key length, bytes: 16, 24 or 32. Only with a passphrase; default 16 then. */
+  pbkeylen?: number | undefined;
 }
 
 /** One band of the "eq" plugin (RBJ peaking filter). */
@@ -366,7 +377,7 @@ export const HealthResponse: MessageFns<HealthResponse> = {
 };
 
 function createBaseInputConfig(): InputConfig {
-  return { type: "", port: undefined, latency: undefined };
+  return { type: "", port: undefined, latency: undefined, passphrase: undefined, pbkeylen: undefined };
 }
 
 export const InputConfig: MessageFns<InputConfig> = {
@@ -379,6 +390,12 @@ export const InputConfig: MessageFns<InputConfig> = {
     }
     if (message.latency !== undefined) {
       writer.uint32(24).int32(message.latency);
+    }
+    if (message.passphrase !== undefined) {
+      writer.uint32(34).string(message.passphrase);
+    }
+    if (message.pbkeylen !== undefined) {
+      writer.uint32(40).int32(message.pbkeylen);
     }
     return writer;
   },
@@ -420,6 +437,22 @@ export const InputConfig: MessageFns<InputConfig> = {
             message.latency = reader.int32();
             continue;
           }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.passphrase = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.pbkeylen = reader.int32();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -440,6 +473,8 @@ export const InputConfig: MessageFns<InputConfig> = {
     message.type = object.type ?? "";
     message.port = object.port ?? undefined;
     message.latency = object.latency ?? undefined;
+    message.passphrase = object.passphrase ?? undefined;
+    message.pbkeylen = object.pbkeylen ?? undefined;
     return message;
   },
 };
