@@ -17,7 +17,7 @@
  * Skipped without root, without systemd-nspawn, or when nspawn cannot boot here.
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync, rmdirSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, readlinkSync, rmdirSync } from 'node:fs';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import t, { type Test } from 'tap';
@@ -96,6 +96,14 @@ function parentOf(pid: number): number | undefined {
   }
 }
 
+function commOf(pid: number): string | undefined {
+  try {
+    return readFileSync(`/proc/${pid}/comm`, 'utf8').trim();
+  } catch {
+    return undefined;
+  }
+}
+
 class Container {
   readonly name = `ae-boot-${process.pid}`;
   readonly output: string[] = [];
@@ -129,9 +137,14 @@ class Container {
     const nspawnPid = this.nspawn.pid ?? 0;
     const leader = await poll(async () => {
       if (!this.running) return -1;
-      return readdirSync('/proc').map(Number).find((pid) => pid > 0 && parentOf(pid) === nspawnPid);
+      // nspawn's child that runs systemd (before its exec, the child is still nspawn's code)
+      return readdirSync('/proc').map(Number).find((pid) => pid > 0 && parentOf(pid) === nspawnPid && commOf(pid) === 'systemd');
     }, 20_000);
     if (leader === undefined || leader < 0) return `systemd-nspawn did not start a container: ${this.output.join(' | ')}`;
+    // Everything below runs as root in the leader's namespaces: they must not be the host's.
+    for (const ns of ['mnt', 'pid', 'net']) {
+      if (readlinkSync(`/proc/${leader}/ns/${ns}`) === readlinkSync(`/proc/self/ns/${ns}`)) return `the container's init (pid ${leader}) shares the host's ${ns} namespace`;
+    }
     this.leader = leader;
     const state = await poll(async () => {
       if (!this.running) return 'gone';
