@@ -247,10 +247,17 @@ async function journal(container: Container, extra: readonly string[] = []): Pro
   });
 }
 
-/** REST inside the container's network namespace (curl of the host, no proxy). */
+/** One HTTP request with Node's fetch; prints the body, a newline and the status. */
+const FETCH = `const [method, url, body] = process.argv.slice(1);
+const init = { method, signal: AbortSignal.timeout(10000) };
+if (body !== undefined) Object.assign(init, { body, headers: { 'content-type': 'application/json' } });
+const response = await fetch(url, init);
+process.stdout.write(\`\${await response.text()}\\n\${response.status}\`);`;
+
+/** REST inside the container's network namespace (a node process of the host entered there). */
 async function rest(container: Container, method: string, url: string, body?: unknown): Promise<{ status: number; body: Record<string, unknown> }> {
-  const args = ['curl', '-s', '--noproxy', '*', '--max-time', '10', '-o', '-', '-w', '\n%{http_code}', '-X', method, `${REST}${url}`];
-  if (body !== undefined) args.push('-H', 'content-type: application/json', '--data-binary', JSON.stringify(body));
+  const args = [process.execPath, '--input-type=module', '-e', FETCH, method, `${REST}${url}`];
+  if (body !== undefined) args.push(JSON.stringify(body));
   const [file = SETPRIV, ...prefix] = container.net;
   const r = await run(file, [...prefix, ...args], 15_000);
   const cut = r.stdout.lastIndexOf('\n');
