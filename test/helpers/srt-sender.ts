@@ -17,6 +17,8 @@ export interface SenderOptions {
   /** SRT encryption of the caller (ffmpeg 5.1 sends the query text as it is: no %XX). */
   passphrase?: string;
   pbkeylen?: 16 | 24 | 32;
+  /** Runs ffmpeg through this command, e.g. `['nsenter', '--target', pid, '--net', '--']`: another network namespace. */
+  via?: readonly string[];
 }
 
 export interface Sender {
@@ -51,7 +53,8 @@ export function sendSine(options: SenderOptions): Sender {
     ...codecArgs,
     '-f', 'mpegts', `srt://127.0.0.1:${options.port}?mode=caller&latency=300000&connect_timeout=3000${encryption(options)}`,
   ];
-  const child = spawn('ffmpeg', args, { stdio: ['ignore', 'ignore', 'pipe'] });
+  const [file, ...prefix] = [...(options.via ?? []), 'ffmpeg'];
+  const child = spawn(file ?? 'ffmpeg', [...prefix, ...args], { stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
   child.stderr?.on('data', (chunk: Buffer) => {
     stderr += chunk.toString();

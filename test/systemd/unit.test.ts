@@ -76,7 +76,15 @@ void t.test('the unit carries the contract choices', async (t) => {
     t.same(setting(key), [value], `${key}=${value}`);
   }
   t.same(setting('RestrictAddressFamilies'), ['AF_INET AF_INET6 AF_UNIX AF_NETLINK']);
-  t.ok(setting('SystemCallFilter').includes('@system-service'), 'prctl (setpriv --pdeathsig) is in @system-service');
+  const filters = setting('SystemCallFilter');
+  t.equal(filters[0], '@system-service', 'an allow list first: prctl (setpriv --pdeathsig) is in @system-service');
+  const deny = filters.findIndex((f) => f.startsWith('~'));
+  t.match(filters[deny], /^~@privileged /, 'then @privileged and other groups taken out');
+  t.equal(filters.indexOf('capset'), filters.length - 1, 'capset (setpriv calls it before PR_SET_PDEATHSIG) put back last, after the ~ line');
+  t.ok(deny >= 0 && deny < filters.indexOf('capset'), 'capset comes after the deny line (systemd applies the lines in order)');
+  const install = readFileSync(path.join(ROOT, 'scripts', 'install-service.sh'), 'utf8');
+  const etcMode = /^chmod (0\d{3}) "\$DESTDIR\$ETC"$/m.exec(install)?.[1];
+  t.same(setting('ConfigurationDirectoryMode'), [etcMode], `ConfigurationDirectoryMode is the mode install-service.sh gives /etc/audio-engine (${String(etcMode)})`);
   t.same(setting('MemoryDenyWriteExecute'), [], 'not MemoryDenyWriteExecute: it breaks V8');
   t.match(setting('ExecStart')[0], '/opt/audio-engine/dist/audio-engine.mjs --config /etc/audio-engine/config.toml');
 });
