@@ -3,7 +3,7 @@
 
 #include "fifo.h"
 #include "loop.h"
-#include "sinc.h"
+#include "resampler.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -15,11 +15,8 @@ struct ClockBridge
   size_t target;                /* frames */
   size_t limit;                 /* frames: above it a write is an overrun */
   ClockFifo fifo;
-  ClockSinc sinc;
+  ClockResampler rs;
   ClockLoop loop;
-
-  /* the interpolation point is fifo.start + CLOCK_SINC_HALF - 1 + frac */
-  double frac;
   double ratio;
   int running, draining, drained;
   size_t fade_pos, fade_len;
@@ -29,7 +26,6 @@ struct ClockBridge
    * event, the time of that event, the area under it since the last read */
   double cont_fill, cont_t, area, area_t0;
   int have_t;
-  float coefs[CLOCK_SINC_TAPS];
 };
 
 ClockBridge *
@@ -53,7 +49,7 @@ clock_bridge_new (unsigned channels, unsigned rate, double target_s)
     free (b);
     return NULL;
   }
-  clock_sinc_init (&b->sinc);
+  clock_resampler_init (&b->rs);
   clock_loop_init (&b->loop, target_s);
   b->ratio = 1.0;
   return b;
@@ -72,9 +68,7 @@ clock_bridge_free (ClockBridge * b)
 static double
 fill_frames (const ClockBridge * b)
 {
-  double n = (double) clock_fifo_frames (&b->fifo) - (CLOCK_SINC_HALF - 1);
-
-  return n > b->frac ? n - b->frac : 0.0;
+  return clock_resampler_ahead (&b->rs, &b->fifo);
 }
 
 /* The fill between events, in seconds: it falls at `ratio` seconds per
@@ -103,7 +97,7 @@ static void
 empty_fifo (ClockBridge * b)
 {
   clock_fifo_drop (&b->fifo, clock_fifo_frames (&b->fifo));
-  b->frac = 0.0;
+  b->rs.frac = 0.0;
 }
 
 void
@@ -194,12 +188,14 @@ clock_bridge_read (ClockBridge * b, float *out, size_t frames, double t)
   b->area = 0.0;
   b->area_t0 = t;
 
-  for (; b->running && k < frames; k++) {
-    ClockFifo *f = &b->fifo;
-    float gain = 1.0f;
-    double step;
-
-    if (clock_fifo_frames (f) < 2 * CLOCK_SINC_HALF) {
+  if (b->running) {
+    k = clock_resampler_run (&b->rs, &b->fifo, b->ratio, out, frames);
+    for (size_t i = 0; i < k && b->fade_pos < b->fade_len; i++) {
+      float gain = (float) (b->fade_pos++ + 1) / (float) b->fade_len;
+      for (unsigned c = 0; c < ch; c++)
+        out[i * ch + c] *= gain;
+    }
+    if (k < frames) {
       /* dry: the rest is silence */
       if (b->draining)
         b->drained = 1;
@@ -208,18 +204,7 @@ clock_bridge_read (ClockBridge * b, float *out, size_t frames, double t)
       b->running = 0;
       b->max_write = 0;
       empty_fifo (b);
-      break;
     }
-    clock_sinc_coefs (&b->sinc, b->frac, b->coefs);
-    if (b->fade_pos < b->fade_len)
-      gain = (float) (b->fade_pos++ + 1) / (float) b->fade_len;
-    for (unsigned c = 0; c < ch; c++)
-      out[k * ch + c] = gain *
-          clock_sinc_dot (b->coefs, clock_fifo_channel (f, c));
-    b->frac += b->ratio;
-    step = floor (b->frac);
-    b->frac -= step;
-    clock_fifo_drop (f, (size_t) step);
   }
   if (k < frames)
     memset (out + k * ch, 0, (frames - k) * ch * sizeof (float));
