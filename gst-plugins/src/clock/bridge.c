@@ -21,6 +21,7 @@ struct ClockBridge
   int running, draining, drained;
   size_t fade_pos, fade_len;
   size_t max_write;             /* largest write since the last start */
+  size_t settle_left;           /* output frames left in the settle window */
   uint64_t underruns, overruns, frames_in, frames_out;
   /* the fill as a function of time (see fill_at): its value at the last
    * event, the time of that event, the area under it since the last read */
@@ -128,14 +129,22 @@ trim_to_target (ClockBridge * b)
   b->fade_pos = 0;
 }
 
+/* after a start or an overrun: the rest of a burst may still come in */
+static void
+open_settle_window (ClockBridge * b)
+{
+  b->settle_left = (size_t) llround (CLOCK_BRIDGE_SETTLE_S * b->rate);
+  /* the filters start at the expected average, the target */
+  clock_loop_restart (&b->loop, (double) b->target / b->rate);
+  b->ratio = 1.0 + b->loop.u;
+}
+
 static void
 start (ClockBridge * b)
 {
   trim_to_target (b);
   b->running = 1;
-  /* the filters start at the expected average, the target */
-  clock_loop_restart (&b->loop, (double) b->target / b->rate);
-  b->ratio = 1.0 + b->loop.u;
+  open_settle_window (b);
 }
 
 void
@@ -165,8 +174,10 @@ clock_bridge_write (ClockBridge * b, const float *interleaved, size_t frames,
     if (fill_frames (b) >= start_fill (b))
       start (b);
   } else if (fill_frames (b) > (double) b->limit + (double) b->max_write) {
-    b->overruns++;
+    if (b->settle_left == 0)    /* once per episode */
+      b->overruns++;
     trim_to_target (b);
+    open_settle_window (b);
   }
   b->cont_fill = fill_frames (b) / b->rate;
 }
@@ -179,6 +190,16 @@ clock_bridge_read (ClockBridge * b, float *out, size_t frames, double t)
   double span;
 
   b->frames_out += frames;
+  if (b->running && b->settle_left > 0) {
+    /* a burst left the fill above its saw-tooth's peak: trim again */
+    if (fill_frames (b) > start_fill (b) + (double) b->max_write / 2.0 +
+        CLOCK_BRIDGE_SETTLE_MARGIN_S * b->rate) {
+      trim_to_target (b);
+      clock_loop_restart (&b->loop, (double) b->target / b->rate);
+      b->cont_fill = fill_frames (b) / b->rate;
+    }
+    b->settle_left = b->settle_left > frames ? b->settle_left - frames : 0;
+  }
   advance_to (b, t);
   span = t - b->area_t0;
   if (b->running && !b->draining) {

@@ -20,6 +20,11 @@
  *            the limit (2 x target + CLOCK_BRIDGE_OVERFLOW_S + P; a burst)
  *            one overrun is counted, the oldest frames are dropped down to
  *            target + P/2 and the audio fades in again.
+ *            Settle window: for CLOCK_BRIDGE_SETTLE_S after a start or an
+ *            overrun (the rest of a burst: a sender catching up, a pipe's
+ *            backlog) any fill above target + P + SETTLE_MARGIN at a read
+ *            is trimmed the same way, no further overrun is counted, and
+ *            the loop's filters restart at the target.
  *   draining after clock_bridge_drain (end of stream): the FIFO plays out
  *            without control, then clock_bridge_drained() is true.
  *
@@ -32,7 +37,9 @@
 #include <stdint.h>
 
 #define CLOCK_BRIDGE_FADE_S 0.005
-#define CLOCK_BRIDGE_OVERFLOW_S 0.1
+#define CLOCK_BRIDGE_OVERFLOW_S 0.02
+#define CLOCK_BRIDGE_SETTLE_S 0.5
+#define CLOCK_BRIDGE_SETTLE_MARGIN_S 0.005
 
 typedef struct ClockBridge ClockBridge;
 

@@ -39,7 +39,12 @@ clock_loop_update (ClockLoop * l, double fill_s, double dt)
   e = l->lp2 - l->target;
   if (fabs (e) > CLOCK_LOOP_REACQUIRE_S)
     l->t = 0.0;
-  l->integ = clamp (l->integ + w * w * e * dt, CLOCK_LOOP_MAX_DRIFT);
+  /* anti-windup: a large error is a fill offset (a burst, a start), not a
+   * drift: the integrator sees at most +-REACQUIRE and stops while u is
+   * at its bound */
+  if (fabs (2.0 * CLOCK_LOOP_ZETA * w * e + l->integ) < CLOCK_LOOP_MAX_U)
+    l->integ = clamp (l->integ + w * w * clamp (e, CLOCK_LOOP_REACQUIRE_S) *
+        dt, CLOCK_LOOP_MAX_DRIFT);
   l->u = clamp (2.0 * CLOCK_LOOP_ZETA * w * e + l->integ, CLOCK_LOOP_MAX_U);
   l->drift += (1.0 - exp (-dt / CLOCK_LOOP_DRIFT_S)) * (l->u - l->drift);
   l->t += dt;

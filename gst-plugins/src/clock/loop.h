@@ -23,7 +23,9 @@
  * jitter leaves the pitch alone.  When the filtered error leaves
  * +-CLOCK_LOOP_REACQUIRE_S (a step change of the input rate) the schedule
  * restarts fast.  u is bounded to +-CLOCK_LOOP_MAX_U, I to
- * +-CLOCK_LOOP_MAX_DRIFT (anti-windup). */
+ * +-CLOCK_LOOP_MAX_DRIFT; I integrates e bounded to +-CLOCK_LOOP_REACQUIRE_S
+ * and holds while u is at its bound (anti-windup: a large error is a fill
+ * offset, not a drift). */
 #ifndef CLOCK_LOOP_H
 #define CLOCK_LOOP_H
 
@@ -32,7 +34,7 @@
 #define CLOCK_LOOP_W_SLOW 0.1
 #define CLOCK_LOOP_SCHEDULE_S 20.0
 #define CLOCK_LOOP_ZETA 1.0
-#define CLOCK_LOOP_DRIFT_S 10.0
+#define CLOCK_LOOP_DRIFT_S 5.0
 #define CLOCK_LOOP_REACQUIRE_S 0.002
 #define CLOCK_LOOP_MAX_U 0.005
 #define CLOCK_LOOP_MAX_DRIFT 0.003
