@@ -1,10 +1,10 @@
 /* clock-resample: the clockbridge resampler (resampler.c) as a filter, for
  * bench/dsp-resampler.ts.
  *
- *   clock-resample RATIO < in.f32 > out.f32    stereo F32LE, RATIO input
- *                                              frames per output frame
- *   clock-resample --floor < in.f32 > out.f32  the same reads and writes,
- *                                              no resampling (the floor)
+ *   clock-resample RATIO IN OUT     stereo F32LE files, RATIO input frames
+ *                                   per output frame
+ *   clock-resample --floor IN OUT   the same reads and writes, no
+ *                                   resampling (the floor)
  *
  * 48000 -> 48048 Hz is RATIO = 48000 / 48048. */
 #include "resampler.h"
@@ -22,30 +22,39 @@ main (int argc, char **argv)
   static ClockResampler r;
   static float in[BLOCK * CHANNELS], out[2 * BLOCK * CHANNELS];
   ClockFifo f;
-  int floor_only = argc == 2 && strcmp (argv[1], "--floor") == 0;
-  double ratio = argc == 2 ? atof (argv[1]) : 0.0;
+  int floor_only = argc == 4 && strcmp (argv[1], "--floor") == 0;
+  double ratio = argc == 4 ? atof (argv[1]) : 0.0;
+  FILE *fin, *fout;
   size_t n;
 
-  if (argc != 2 || (!floor_only && (ratio < 0.99 || ratio > 1.01))) {
-    fprintf (stderr, "usage: clock-resample RATIO|--floor (RATIO 0.99..1.01)\n");
+  if (argc != 4 || (!floor_only && (ratio < 0.99 || ratio > 1.01))) {
+    fprintf (stderr, "usage: clock-resample RATIO|--floor IN OUT "
+        "(RATIO 0.99..1.01)\n");
     return 2;
+  }
+  fin = fopen (argv[2], "rb");
+  fout = fopen (argv[3], "wb");
+  if (fin == NULL || fout == NULL) {
+    perror ("clock-resample");
+    return 1;
   }
   clock_resampler_init (&r);
   if (clock_fifo_init (&f, CHANNELS, 4 * BLOCK) != 0)
     return 1;
   clock_fifo_write_silence (&f, CLOCK_SINC_HALF - 1);
-  while ((n = fread (in, sizeof (float) * CHANNELS, BLOCK, stdin)) > 0) {
+  while ((n = fread (in, sizeof (float) * CHANNELS, BLOCK, fin)) > 0) {
     size_t got;
     if (floor_only) {
-      if (fwrite (in, sizeof (float) * CHANNELS, n, stdout) != n)
+      if (fwrite (in, sizeof (float) * CHANNELS, n, fout) != n)
         return 1;
       continue;
     }
     clock_fifo_write (&f, in, n);
     got = clock_resampler_run (&r, &f, ratio, out, 2 * BLOCK);
-    if (fwrite (out, sizeof (float) * CHANNELS, got, stdout) != got)
+    if (fwrite (out, sizeof (float) * CHANNELS, got, fout) != got)
       return 1;
   }
   clock_fifo_clear (&f);
-  return 0;
+  fclose (fin);
+  return fclose (fout) == 0 ? 0 : 1;
 }
