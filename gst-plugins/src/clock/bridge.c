@@ -21,8 +21,8 @@ struct ClockBridge
   int running, draining, drained;
   size_t fade_pos, fade_len;
   /* the input's packet P: frames arriving together (writes less than
-   * CLOCK_BRIDGE_CLUSTER_S apart), the largest in this and the previous
-   * CLOCK_BRIDGE_PACKET_WINDOW_S window of input time */
+   * CLOCK_BRIDGE_CLUSTER_S and half a write apart), the largest in this and
+   * the previous CLOCK_BRIDGE_PACKET_WINDOW_S window of input time */
   size_t cluster, pkt_cur, pkt_prev, last_write;
   double gap_cur, gap_prev;     /* the longest gap between packets, frames */
   double last_write_t, pkt_window_t0;
@@ -34,7 +34,7 @@ struct ClockBridge
   int have_swing, win_trimmed;
   size_t settle_left;           /* output frames left in the settle window */
   uint64_t underruns, overruns, frames_in, frames_out;
-  /* the fill as a function of time (see fill_at): its value at the last
+  /* the fill as a function of time (see advance_to): its value at the last
    * event, the time of that event, the area under it since the last read */
   double cont_fill, cont_t, area, area_t0;
   int have_t;
@@ -234,6 +234,8 @@ note_swing (ClockBridge * b, double span)
   if (b->win_time < CLOCK_BRIDGE_SWING_WINDOW_S)
     return;
   w = clock_loop_fill (&b->loop) - b->win_min;
+  if (w > CLOCK_BRIDGE_MAX_DEPTH_S)     /* bounds the FIFO's use */
+    w = CLOCK_BRIDGE_MAX_DEPTH_S;
   /* measured only while the loop holds the setpoint (no transient; the
    * filtered fill still ripples by a fraction of a large packet) */
   if (b->settle_left == 0 && !b->win_trimmed && w >= 0.0
