@@ -1,0 +1,96 @@
+/* bridge: the clock bridge's DSP core (pure C, no GStreamer types).
+ *
+ * The input side writes frames when they arrive (the sender's clock); the
+ * output side reads exactly as many frames as it asks for (the output
+ * clock).  Between them: a planar FIFO (fifo.h), a windowed-sinc fractional
+ * resampler (sinc.h) whose ratio the control loop (loop.h) steers so that
+ * the FIFO stays at the target fill.
+ *
+ * The target is the reserve: the lowest fill, just before a packet
+ * arrives.  Input comes in packets (P frames arriving together: writes
+ * less than half a write's duration and CLOCK_BRIDGE_CLUSTER_S apart; the
+ * largest in the last 10-20 s of input).  An ffmpeg MPEG-TS sender packs 8
+ * AAC frames (170 ms) per PES, decoded back to back; a steady sender one
+ * frame (21 ms); an Icecast source leaves 93 ms holes and then catches up.
+ * The fill is a saw-tooth; the loop keeps its average at the setpoint
+ * target + D, D the saw-tooth's depth below its average (per 1 s window of
+ * output: average minus lowest fill; peak-hold, falling toward smaller
+ * depths with a 30 s time constant but at most 0.02 ms per s; max(P, G)/2
+ * until the first window), so the reserve against late input is the
+ * target whatever the packet pattern.
+
+ * States:
+ *   filling  output is digital silence.  The first write that brings the
+ *            fill to target + P starts the output: the oldest frames above
+ *            it are dropped and the audio fades in over CLOCK_BRIDGE_FADE_S
+ *            (linear).
+ *   running  the resampler reads the FIFO.  When it runs dry (no input:
+ *            caller gone or stalled) the rest of the chunk is silence, one
+ *            underrun is counted and the bridge goes back to filling (the
+ *            drift estimate and P are kept).  When a write brings the fill
+ *            above the limit (2 x target + CLOCK_BRIDGE_OVERFLOW_S + P; a
+ *            burst) one overrun is counted, the oldest frames are dropped
+ *            down to target + P and the audio fades in again.
+ *            Settle window: for CLOCK_BRIDGE_SETTLE_S after a start or an
+ *            overrun (the rest of a burst: a sender catching up, a pipe's
+ *            backlog, the rest of a packet) any fill above target + P +
+ *            SETTLE_MARGIN at a read is trimmed the same way, no further
+ *            overrun is counted, and the loop's filters restart.
+ *   draining after clock_bridge_drain (end of stream): the FIFO plays out
+ *            without control, then clock_bridge_drained() is true.
+ *
+ * The fill is measured from the interpolation point to the newest frame;
+ * it includes the interpolator's look-ahead (CLOCK_SINC_HALF frames). */
+#ifndef CLOCK_BRIDGE_H
+#define CLOCK_BRIDGE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define CLOCK_BRIDGE_FADE_S 0.005
+#define CLOCK_BRIDGE_OVERFLOW_S 0.02
+#define CLOCK_BRIDGE_SETTLE_S 0.5
+#define CLOCK_BRIDGE_CLUSTER_S 0.005
+#define CLOCK_BRIDGE_PACKET_WINDOW_S 10.0
+#define CLOCK_BRIDGE_SWING_WINDOW_S 1.0
+#define CLOCK_BRIDGE_SWING_DECAY_S 30.0
+#define CLOCK_BRIDGE_SWING_FALL 0.00002
+#define CLOCK_BRIDGE_DEPTH_GUESS 0.5
+#define CLOCK_BRIDGE_MAX_DEPTH_S 0.5
+#define CLOCK_BRIDGE_SETTLE_MARGIN_S 0.005
+
+typedef struct ClockBridge ClockBridge;
+
+typedef struct
+{
+  double drift_ppm;             /* the loop's drift estimate */
+  double fill_s;                /* filtered fill while running, raw while filling */
+  double target_s;
+  double packet_s;              /* P: the input's packet (burst) size */
+  double setpoint_s;            /* the average fill the loop keeps */
+  double ratio;                 /* input frames per output frame in use */
+  uint64_t underruns, overruns;
+  int running;
+  uint64_t frames_in, frames_out;
+} ClockBridgeStats;
+
+/* NULL when out of memory; channels 1..8 */
+ClockBridge *clock_bridge_new (unsigned channels, unsigned rate,
+    double target_s);
+void clock_bridge_free (ClockBridge * b);
+/* back to filling, FIFO empty, counters and the drift estimate kept */
+void clock_bridge_flush (ClockBridge * b);
+/* t: the arrival time on the output clock, s (any origin, the same as
+ * clock_bridge_read's) */
+void clock_bridge_write (ClockBridge * b, const float *interleaved,
+    size_t frames, double t);
+/* always fills frames interleaved frames; t: now on the output clock, s.
+ * The loop is fed the time average of the fill since the last read. */
+void clock_bridge_read (ClockBridge * b, float *interleaved, size_t frames,
+    double t);
+/* end of input: play out what is left */
+void clock_bridge_drain (ClockBridge * b);
+int clock_bridge_drained (const ClockBridge * b);
+void clock_bridge_stats (const ClockBridge * b, ClockBridgeStats * s);
+
+#endif
