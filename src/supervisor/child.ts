@@ -7,6 +7,7 @@
  * harbor feeds the source's body to the child); ending it is the child's end of stream.
  */
 import { existsSync } from 'node:fs';
+import { getPriority, setPriority } from 'node:os';
 import { createInterface } from 'node:readline';
 import type { Readable, Writable } from 'node:stream';
 import { execa, type ResultPromise } from 'execa';
@@ -27,6 +28,11 @@ export interface LaunchOptions {
   onStderrLine: (line: string) => void;
   /** 'pipe': the child gets a writable stdin (ChildProcess.stdin); default 'ignore'. */
   stdin?: 'ignore' | 'pipe';
+  /**
+   * Niceness added to the child, relative to the engine's (0: the same). Set on the child's pid as
+   * soon as it exists, before gst-launch makes its streaming threads, which inherit it.
+   */
+  niceIncrement?: number;
 }
 
 export interface ChildProcess {
@@ -37,6 +43,8 @@ export interface ChildProcess {
    * is gone: EPIPE) are swallowed here; a writer sees the stream destroyed.
    */
   readonly stdin: Writable | undefined;
+  /** Why the niceness could not be set (setpriority refused), if it could not. */
+  readonly niceError?: string;
   /** Sends a signal; false when the process is already gone. */
   signal(signal: NodeJS.Signals): boolean;
 }
@@ -86,6 +94,15 @@ export function launchChild(options: LaunchOptions): ChildProcess {
       : undefined;
     return { exitCode: result.exitCode, signal: result.signal, spawnError };
   });
+  let niceError: string | undefined;
+  const increment = options.niceIncrement ?? 0;
+  if (increment > 0 && subprocess.pid !== undefined) {
+    try {
+      setPriority(subprocess.pid, Math.min(19, getPriority() + increment));
+    } catch (error) {
+      niceError = (error as Error).message;
+    }
+  }
   const stdin = options.stdin === 'pipe' ? (subprocess.stdin ?? undefined) : undefined;
   stdin?.on('error', () => {
     // EPIPE/ECONNRESET when the child ends while data is written: its exit tells the story.
@@ -94,6 +111,7 @@ export function launchChild(options: LaunchOptions): ChildProcess {
     pid: subprocess.pid,
     exited,
     stdin,
+    niceError,
     signal(signal: NodeJS.Signals): boolean {
       return subprocess.kill(signal);
     },
