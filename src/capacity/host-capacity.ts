@@ -25,7 +25,11 @@ import type { HostTimes } from './proc-stat.js';
 /** What the sampler reads of an admitted pipeline's supervisor (the current child and its statistics). */
 export interface MeasuredChild {
   readonly pid: number | undefined;
-  readonly stats: { transport?: { srt?: { connected: boolean }; output?: { packets: number } } | undefined };
+  readonly stats: {
+    transport?: { srt?: { connected: boolean }; output?: { packets: number } } | undefined;
+    /** When the child's last statistics message arrived (ms, the engine's clock): the time of `output.packets`. */
+    lastProgressAt?: number | undefined;
+  };
 }
 
 export interface HostCapacityOptions {
@@ -48,9 +52,12 @@ export interface HostCapacityOptions {
 export const RETRY_AFTER_S = 10;
 
 interface Interval {
+  /** Wall time of the interval (for CPU). */
   dtS: number;
   cpuS: number;
+  /** Output packets between the statistics messages last seen at either end, and their time apart. */
   packets: number;
+  packetsDtS: number;
   receiving: boolean;
 }
 
@@ -59,7 +66,7 @@ interface Lease {
   shape: string;
   processing: readonly ProcessingStep[];
   child: MeasuredChild | undefined;
-  prev: { at: number; pid: number | undefined; cpuS: number | undefined; stats: object | undefined; packets: number | undefined } | undefined;
+  prev: { at: number; pid: number | undefined; cpuS: number | undefined; stats: object | undefined; packets: number | undefined; packetsAt: number | undefined } | undefined;
   window: Interval[];
   /** Intervals since the shape last learned from this pipeline. */
   fresh: number;
@@ -184,7 +191,7 @@ export class HostCapacity {
     const lease = this.leases.get(id);
     if (lease === undefined) return { realtime_ratio: null, behind: false };
     const receiving = lease.window.filter((x) => x.receiving);
-    const dtS = receiving.reduce((a, x) => a + x.dtS, 0);
+    const dtS = receiving.reduce((a, x) => a + x.packetsDtS, 0);
     if (dtS < 2 || lease.window.at(-1)?.receiving !== true) return { realtime_ratio: null, behind: false };
     const ratio = realTimeRatio(receiving.reduce((a, x) => a + x.packets, 0), dtS) ?? 0;
     return { realtime_ratio: Math.round(ratio * 1000) / 1000, behind: ratio < BEHIND_RATIO };
@@ -244,14 +251,16 @@ export class HostCapacity {
         this.options.log.warn({ event: 'host-cpu-unmeasured' }, 'cannot read /proc/stat: admission counts only the admitted pipelines against the capacity');
       }
       this.measuredHost = false;
-      this.host.prev = { at, times: { totalS: 0, idleS: 0 } };
+      this.host.prev = { at, times: { totalS: 0, idleS: 0, cpus: 1 } };
       return;
     }
     const prev = this.host.prev;
     this.host.prev = { at, times };
     this.measuredHost = true;
     if (prev === undefined || prev.times.totalS === 0) return;
-    const dtS = (at - prev.at) / 1000;
+    // The host's own clock: CPU time of all CPUs / CPUs (the same reading as busy time, so busy
+    // never exceeds the CPUs); the children's CPU is over the wall time of the same interval.
+    const dtS = (times.totalS - prev.times.totalS) / times.cpus;
     if (dtS <= 0) return;
     const busyS = times.totalS - times.idleS - (prev.times.totalS - prev.times.idleS);
     this.host.window.push({ dtS, busyS, childrenS });
@@ -265,13 +274,14 @@ export class HostCapacity {
     const pid = child?.pid;
     const stats = child?.stats;
     const packets = stats?.transport?.output?.packets;
+    const packetsAt = stats?.lastProgressAt;
     const prev = lease.prev;
-    lease.prev = { at, pid, cpuS, stats, packets };
+    lease.prev = { at, pid, cpuS, stats, packets, packetsAt };
     if (pid === undefined || cpuS === undefined) return 0;
     // A child started since the last sample used all of its CPU time in this interval.
     const sameChild = prev !== undefined && prev.pid === pid && prev.cpuS !== undefined;
     const usedS = sameChild ? Math.max(0, cpuS - (prev.cpuS ?? 0)) : cpuS;
-    if (!sameChild || prev.stats !== stats || prev.packets === undefined || packets === undefined) {
+    if (!sameChild || prev.stats !== stats || prev.packets === undefined || packets === undefined || prev.packetsAt === undefined || packetsAt === undefined) {
       lease.window = [];
       lease.fresh = 0;
       return usedS;
@@ -280,7 +290,8 @@ export class HostCapacity {
       dtS: (at - prev.at) / 1000,
       cpuS: usedS,
       packets: Math.max(0, packets - prev.packets),
-      receiving: stats?.transport?.srt?.connected === true && packets > prev.packets,
+      packetsDtS: Math.max(0, packetsAt - prev.packetsAt) / 1000,
+      receiving: stats?.transport?.srt?.connected === true,
     });
     if (lease.window.length > this.options.windowTicks) lease.window.shift();
     lease.fresh += 1;
@@ -293,7 +304,8 @@ export class HostCapacity {
     if (lease.fresh < this.options.windowTicks || this.overloadedSince !== undefined) return;
     if (lease.window.length < this.options.windowTicks || !lease.window.every((x) => x.receiving)) return;
     const dtS = lease.window.reduce((a, x) => a + x.dtS, 0);
-    const ratio = realTimeRatio(lease.window.reduce((a, x) => a + x.packets, 0), dtS) ?? 0;
+    const packetsDtS = lease.window.reduce((a, x) => a + x.packetsDtS, 0);
+    const ratio = realTimeRatio(lease.window.reduce((a, x) => a + x.packets, 0), packetsDtS) ?? 0;
     if (ratio < BEHIND_RATIO) return;
     this.book.learn(lease.shape, (100 * lease.window.reduce((a, x) => a + x.cpuS, 0)) / dtS);
     lease.fresh = 0;

@@ -12,6 +12,8 @@ export interface HostTimes {
   totalS: number;
   /** The part of it spent idle or waiting for I/O. */
   idleS: number;
+  /** Online CPUs (the `cpuN` lines). */
+  cpus: number;
 }
 
 /**
@@ -19,14 +21,16 @@ export interface HostTimes {
  * Steal counts as busy: the hypervisor gave that time to someone else.
  */
 export function parseHostTimes(text: string): HostTimes | undefined {
-  const line = text.split('\n', 1)[0] ?? '';
+  const lines = text.split('\n');
+  const line = lines[0] ?? '';
   const fields = line.trim().split(/\s+/);
   if (fields[0] !== 'cpu') return undefined;
   const ticks = fields.slice(1, 9).map(Number);
   if (ticks.length < 8 || ticks.some((x) => !Number.isFinite(x))) return undefined;
   const total = ticks.reduce((a, b) => a + b, 0);
   const idle = (ticks[3] ?? 0) + (ticks[4] ?? 0);
-  return { totalS: total / USER_HZ, idleS: idle / USER_HZ };
+  const cpus = lines.filter((l) => /^cpu\d+ /.test(l)).length;
+  return { totalS: total / USER_HZ, idleS: idle / USER_HZ, cpus: Math.max(1, cpus) };
 }
 
 export async function readHostTimes(): Promise<HostTimes | undefined> {

@@ -6,7 +6,7 @@
  * stdin is closed unless a launcher asks for a writable one (`stdin: 'pipe'`: a station's Icecast
  * harbor feeds the source's body to the child); ending it is the child's end of stream.
  */
-import { existsSync } from 'node:fs';
+import { existsSync, writeFileSync } from 'node:fs';
 import { getPriority, setPriority } from 'node:os';
 import { createInterface } from 'node:readline';
 import type { Readable, Writable } from 'node:stream';
@@ -30,7 +30,10 @@ export interface LaunchOptions {
   stdin?: 'ignore' | 'pipe';
   /**
    * Niceness added to the child, relative to the engine's (0: the same). Set on the child's pid as
-   * soon as it exists, before gst-launch makes its streaming threads, which inherit it.
+   * soon as it exists, before gst-launch makes its streaming threads, which inherit it; also on
+   * the child's autogroup (its own session: `detached`), where the kernel groups by session
+   * (sched_autogroup, a process outside a CPU cgroup), else a niceness would only order threads
+   * within the child.
    */
   niceIncrement?: number;
 }
@@ -97,10 +100,16 @@ export function launchChild(options: LaunchOptions): ChildProcess {
   let niceError: string | undefined;
   const increment = options.niceIncrement ?? 0;
   if (increment > 0 && subprocess.pid !== undefined) {
+    const nice = Math.min(19, getPriority() + increment);
     try {
-      setPriority(subprocess.pid, Math.min(19, getPriority() + increment));
+      setPriority(subprocess.pid, nice);
     } catch (error) {
       niceError = (error as Error).message;
+    }
+    try {
+      writeFileSync(`/proc/${subprocess.pid}/autogroup`, String(nice));
+    } catch {
+      // No autogroups (disabled, or not Linux): the thread niceness above is what orders the children.
     }
   }
   const stdin = options.stdin === 'pipe' ? (subprocess.stdin ?? undefined) : undefined;

@@ -14,7 +14,7 @@ function rig(cores = 2) {
     reservePercent: 15,
     normalNice: 10,
     log: pino({ level: 'silent' }),
-    readHost: async () => ({ totalS: state.totalS, idleS: state.totalS - state.busyS }),
+    readHost: async () => ({ totalS: state.totalS, idleS: state.totalS - state.busyS, cpus: cores }),
     readProcess: async (pid) => state.cpu.get(pid),
     now: () => state.clockMs,
     tickMs: 1000,
@@ -29,15 +29,18 @@ function rig(cores = 2) {
       state.cpu.set(c.pid, (state.cpu.get(c.pid) ?? 0) + c.cpuS);
       state.busyS += c.cpuS;
       const output = c.child?.stats.transport?.output;
-      if (output !== undefined && c.packets !== undefined) output.packets += c.packets;
+      if (output !== undefined && c.packets !== undefined) {
+        output.packets += c.packets;
+        if (c.child !== undefined) c.child.stats.lastProgressAt = state.clockMs;
+      }
     }
     await capacity.tick();
   };
   return { capacity, second };
 }
 
-function child(pid: number): MeasuredChild & { stats: { transport: { srt: { connected: boolean }; output: { packets: number } } } } {
-  return { pid, stats: { transport: { srt: { connected: true }, output: { packets: 0 } } } };
+function child(pid: number): MeasuredChild & { stats: { transport: { srt: { connected: boolean }; output: { packets: number } }; lastProgressAt: number } } {
+  return { pid, stats: { transport: { srt: { connected: true }, output: { packets: 0 } }, lastProgressAt: 0 } };
 }
 
 void t.test('others = host busy less the children; admitted pipelines count at full cost', async (t) => {

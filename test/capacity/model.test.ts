@@ -65,7 +65,7 @@ void t.test('real-time ratio: packets per second / 1000', async (t) => {
 void t.test('/proc parsers', async (t) => {
   // The first line of /proc/stat on the 2-core test VM (Debian 12), 2026-11-23.
   const stat = 'cpu  80702 0 27051 47950 709 0 548 840 0 0\ncpu0 40000 0 13000 24000 300 0 270 420 0 0\n';
-  t.same(parseHostTimes(stat), { totalS: (80702 + 0 + 27051 + 47950 + 709 + 0 + 548 + 840) / 100, idleS: (47950 + 709) / 100 });
+  t.same(parseHostTimes(stat), { totalS: (80702 + 0 + 27051 + 47950 + 709 + 0 + 548 + 840) / 100, idleS: (47950 + 709) / 100, cpus: 1 });
   t.equal(parseHostTimes('intr 1 2 3\n'), undefined);
   const pid = '4242 (gst-launch-1.0) S 1 4242 4242 0 -1 4194560 3000 0 0 0 250 31 0 0 20 0 9 0 12345 900000000 5000 18446744073709551615';
   t.equal(parseProcessCpu(pid), 2.81);
