@@ -2,7 +2,10 @@
  * The admission bench (`npm run bench -- --only scale --admission`): one engine with admission
  * control as configured by default (engine.cpu_reserve_percent 15, the host's online CPUs),
  * pipelines (loudness-normalize -23 and a 3-band eq) created one by one, each fed by its own
- * sender and flowing before the next is created, until the engine refuses one (503). Then, after
+ * sender and flowing before the next is created, until the engine refuses one (503) three times
+ * in a row, `Retry-After` apart (the host's other load comes and goes; a client that is refused
+ * tries again as told). The fill starts once the engine reports positive headroom (the sweep's
+ * last processes gone, at most 60 s). Then, after
  * `settleS`, a `windowS` window over every accepted pipeline with the plain sweep's real-time
  * test: no RTP sequence gap, RTP rate within 2 % of 1000 packets/s, no SRT packet lost or
  * dropped, no restart. The accepted count is compared with the plain sweep's largest real-time N
@@ -33,8 +36,12 @@ export interface AdmissionBenchSettings {
 export interface AdmissionBenchResult {
   sender: SenderKind;
   accepted: number;
-  /** the 503's message (null when max_pipelines was reached first) */
+  /** the last 503's message (null when max_pipelines was reached first) */
   refusal: string | null;
+  /** 503s that a retry after Retry-After then turned into an accepted pipeline */
+  refusalsRetried: number;
+  /** the engine's headroom ratio when the fill started */
+  headroomAtStart: number;
   /** the engine's cost of the shape when it refused, % of a core, and where it came from */
   costAtRefusal: string | null;
   /** ms from the first create to the refusal */
@@ -77,21 +84,37 @@ export async function admissionBench(s: AdmissionBenchSettings): Promise<Admissi
     const loadBefore = await loadAverage();
     await engine.ready();
     counters = await RtpCounters.start(s.counterBinary, s.maxPipelines);
+    const headroom = async (): Promise<number> => value(await engine.metrics(), 'audio_engine_host_cpu_headroom_ratio');
+    const calmUntil = performance.now() + 60_000;
+    let headroomAtStart = await headroom();
+    while (headroomAtStart <= 0 && performance.now() < calmUntil) {
+      await sleep(2000);
+      headroomAtStart = await headroom();
+    }
     const pipelines: { id: string; rtpPort: number }[] = [];
     let refusal: string | null = null;
+    let refusalsRetried = 0;
     const t0 = performance.now();
     for (const rtpPort of counters.ports) {
       const srtPort = await freeUdpPort();
-      const res = await engine.request('POST', '/api/v1/pipelines', {
-        name: `bench admission ${pipelines.length}`,
-        input: { type: 'srt', port: srtPort, latency: 300 },
-        processing: s.processing,
-        output: { type: 'rtp', host: '127.0.0.1', port: rtpPort },
-      });
-      if (res.status === 503) {
+      let refusedInARow = 0;
+      let res: { status: number; text: string };
+      for (;;) {
+        res = await engine.request('POST', '/api/v1/pipelines', {
+          name: `bench admission ${pipelines.length}`,
+          input: { type: 'srt', port: srtPort, latency: 300 },
+          processing: s.processing,
+          output: { type: 'rtp', host: '127.0.0.1', port: rtpPort },
+        });
+        if (res.status !== 503) break;
         refusal = (JSON.parse(res.text) as { message: string }).message;
-        break;
+        refusedInARow += 1;
+        if (refusedInARow === 3) break;
+        await sleep(10_000);
       }
+      if (res.status === 503) break;
+      refusalsRetried += refusedInARow;
+      refusal = null;
       if (res.status !== 201) throw new Error(`create ${pipelines.length + 1}: ${res.status} ${res.text}`);
       pipelines.push({ id: (JSON.parse(res.text) as { id: string }).id, rtpPort });
       senders.push(Sender.start(s.sender, s.programme, [srtPort]));
@@ -108,7 +131,8 @@ export async function admissionBench(s: AdmissionBenchSettings): Promise<Admissi
     }
     const fillMs = performance.now() - t0;
     const costAtRefusal = refusal === null ? null : (/estimated at ([\d.]+ % \([^)]*\))/.exec(refusal)?.[1] ?? null);
-    s.log(`admission: ${pipelines.length} accepted; ${refusal === null ? 'max_pipelines reached' : `refused: ${refusal}`}`);
+    s.log(`admission: ${pipelines.length} accepted (${refusalsRetried} refusal(s) retried); ${refusal === null ? 'max_pipelines reached' : `refused 3 times in a row: ${refusal}`}`);
+    if (pipelines.length === 0) throw new Error(`admission: nothing accepted (headroom ratio ${headroomAtStart.toFixed(3)} at the start): ${refusal ?? ''}`);
 
     await sleep(s.settleS * 1000);
     const m0 = await engine.metrics();
@@ -146,6 +170,8 @@ export async function admissionBench(s: AdmissionBenchSettings): Promise<Admissi
       sender: s.sender,
       accepted: pipelines.length,
       refusal,
+      refusalsRetried,
+      headroomAtStart,
       costAtRefusal,
       fillMs,
       window: {

@@ -510,7 +510,11 @@ async function scaleStep(s: Settings, root: string, n: number, rig: ScaleRig): P
     }, 60_000 + 1000 * n).catch(() => {
       // the predicate sees only new lines; lines before the wait were in engine.logs
       for (const l of engine.logs) if (l.event === 'state' && l.to === 'running' && typeof l.pipeline_id === 'string') running.add(l.pipeline_id);
-      if (!pipelines.every((p) => running.has(p.id))) throw new Error(`N=${n}: not every pipeline reached running`);
+      if (!pipelines.every((p) => running.has(p.id))) {
+        const late = pipelines.filter((p) => !running.has(p.id)).map((p) => p.id);
+        const why = engine.logs.filter((l) => typeof l.pipeline_id === 'string' && late.includes(l.pipeline_id) && l.level >= 40).slice(-5).map((l) => l.msg);
+        throw new Error(`N=${n}: not every pipeline reached running (${late.length} did not: ${why.join(' | ')})`);
+      }
     });
     const startAllMs = performance.now() - t0;
     senders = Sender.startAll(s.sender, rig.programme, pipelines.map((p) => p.srtPort), s.sender === 'gst-shared' ? await freeUdpPort() : 0);
@@ -769,7 +773,8 @@ export function engineTable(r: EngineBenchResult): string {
           `(${ad.acceptedOfCapacity === null ? 'n/a' : `${f(100 * ad.acceptedOfCapacity, 0)} %`}; goal >= 85 % and never more)`}; ` +
         `over a ${f(ad.window.windowS, 0)} s window ${ad.window.realTime ? 'every accepted pipeline was real time' : `**not** every accepted pipeline was real time (${ad.window.reasons.join('; ')})`} ` +
         `(RTP ${f(ad.window.rtpMinRatePerS, 0)}-${f(ad.window.rtpMaxRatePerS, 0)}/s, per pipeline CPU median ${f(ad.window.pipelineCpuPctMedian)} %, headroom ratio ${f(ad.window.headroomRatio, 3)})`,
-      `- admission refusal: ${ad.refusal ?? 'none (max_pipelines reached)'}; load average ${ad.loadBefore} before, ${ad.loadAfter} after`,
+      `- admission refusal (3 in a row, 10 s apart; ${ad.refusalsRetried} earlier refusal(s) retried; headroom ratio ${f(ad.headroomAtStart, 3)} at the start): ` +
+        `${ad.refusal ?? 'none (max_pipelines reached)'}; load average ${ad.loadBefore} before, ${ad.loadAfter} after`,
     );
   }
   lines.push(`- load average before ${r.loadBefore}, after ${r.loadAfter}`);
