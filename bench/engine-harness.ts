@@ -152,6 +152,12 @@ export interface BenchEngineOptions {
   registryFrom?: string;
   /** `rtp_packets_per_send` under [engine] (RTP packets the sink sends per wake-up); not written when unset */
   rtpPacketsPerSend?: number;
+  /**
+   * Admission control as configured by default (true: the admission bench), or off (default: the
+   * control-plane bench and the plain scale sweep, which measures what the host can carry;
+   * `cpu_cores = 1024`, `cpu_reserve_percent = 0`).
+   */
+  admission?: boolean;
   env?: NodeJS.ProcessEnv;
 }
 
@@ -219,6 +225,9 @@ export class BenchEngine {
         'state_dir = "state"',
         `max_pipelines = ${options.maxPipelines ?? 64}`,
         ...(options.rtpPacketsPerSend === undefined ? [] : [`rtp_packets_per_send = ${options.rtpPacketsPerSend}`]),
+        ...(options.admission === true ? [] : ['cpu_cores = 1024', 'cpu_reserve_percent = 0']),
+        // The bench measures capacity, not priorities: every child at the engine's niceness, as before.
+        'normal_priority_nice = 0',
         '',
       ].join('\n'),
     );

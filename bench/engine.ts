@@ -53,6 +53,7 @@ import {
   type MetricTable,
   type SenderKind,
 } from './engine-harness.js';
+import { admissionBench, type AdmissionBenchResult } from './engine-admission.js';
 import { median, runIfMain } from './process.js';
 
 export interface EngineBenchOptions {
@@ -76,6 +77,11 @@ export interface EngineBenchOptions {
    * packets the sink sends per wake-up); the key is left out when this is unset
    */
   packetsPerSend?: number;
+  /**
+   * scale: after the sweep, the admission mode (bench/engine-admission.ts): pipelines created one
+   * by one with audio flowing until the engine refuses, compared with the sweep's largest real-time N
+   */
+  admission?: boolean;
   /** where the sender programme and the rtp-counter binary are cached (default <tmpdir>/audioengine-bench) */
   cacheDir?: string;
   log?: (line: string) => void;
@@ -193,6 +199,8 @@ export interface EngineBenchResult {
   loadAfter: string;
   control: EngineControlResult | null;
   scale: ScaleResult | null;
+  /** the admission mode and how it compares with the sweep (null when not run) */
+  admission: (AdmissionBenchResult & { largestRealTimeN: number | null; acceptedOfCapacity: number | null }) | null;
 }
 
 interface Settings {
@@ -207,6 +215,7 @@ interface Settings {
   settleS: number;
   sender: SenderKind;
   packetsPerSend: number | undefined;
+  admission: boolean;
   cacheDir: string;
   log: (line: string) => void;
 }
@@ -225,6 +234,7 @@ function settings(opts: EngineBenchOptions): Settings {
     settleS: opts.settleS ?? (quick ? 3 : 5),
     sender: opts.sender ?? 'gst-shared',
     packetsPerSend: opts.packetsPerSend,
+    admission: opts.admission === true,
     cacheDir: opts.cacheDir ?? path.join(tmpdir(), 'audioengine-bench'),
     log: opts.log ?? ((l: string) => process.stderr.write(`${l}\n`)),
   };
@@ -476,6 +486,7 @@ async function scaleStep(s: Settings, root: string, n: number, rig: ScaleRig): P
     registryFrom: rig.registry,
     maxPipelines: Math.max(64, n),
     rtpPacketsPerSend: s.packetsPerSend,
+    admission: false, // the plain sweep measures what the host can carry
   });
   let counters: RtpCounters | undefined;
   let senders: Sender[] = [];
@@ -499,7 +510,11 @@ async function scaleStep(s: Settings, root: string, n: number, rig: ScaleRig): P
     }, 60_000 + 1000 * n).catch(() => {
       // the predicate sees only new lines; lines before the wait were in engine.logs
       for (const l of engine.logs) if (l.event === 'state' && l.to === 'running' && typeof l.pipeline_id === 'string') running.add(l.pipeline_id);
-      if (!pipelines.every((p) => running.has(p.id))) throw new Error(`N=${n}: not every pipeline reached running`);
+      if (!pipelines.every((p) => running.has(p.id))) {
+        const late = pipelines.filter((p) => !running.has(p.id)).map((p) => p.id);
+        const why = engine.logs.filter((l) => typeof l.pipeline_id === 'string' && late.includes(l.pipeline_id) && l.level >= 40).slice(-5).map((l) => l.msg);
+        throw new Error(`N=${n}: not every pipeline reached running (${late.length} did not: ${why.join(' | ')})`);
+      }
     });
     const startAllMs = performance.now() - t0;
     senders = Sender.startAll(s.sender, rig.programme, pipelines.map((p) => p.srtPort), s.sender === 'gst-shared' ? await freeUdpPort() : 0);
@@ -666,11 +681,29 @@ export async function runEngineBench(opts: EngineBenchOptions = {}): Promise<Eng
       registry = c.registry;
     }
     let scale: ScaleResult | null = null;
+    let admission: EngineBenchResult['admission'] = null;
     if (parts.scale) {
       registry ??= await warmRegistry(root);
-      scale = await scaleBench(s, root, registry);
+      scale = s.scaleNs.length > 0 ? await scaleBench(s, root, registry) : null;
+      if (s.admission) {
+        const result = await admissionBench({
+          root,
+          registry,
+          counterBinary: await rtpCounterBinary(s.cacheDir),
+          programme: await programmeTs(s.cacheDir),
+          sender: s.sender === 'gst-shared' ? 'gst' : s.sender,
+          processing: BENCH_PROCESSING,
+          packetsPerSend: s.packetsPerSend,
+          settleS: s.settleS,
+          windowS: s.windowS,
+          maxPipelines: 64,
+          log: s.log,
+        });
+        const capacity = scale?.largestRealTimeN ?? null;
+        admission = { ...result, largestRealTimeN: capacity, acceptedOfCapacity: capacity === null || capacity === 0 ? null : result.accepted / capacity };
+      }
     }
-    return { quick: s.quick, loadBefore, loadAfter: await loadAverage(), control, scale };
+    return { quick: s.quick, loadBefore, loadAfter: await loadAverage(), control, scale, admission };
   });
 }
 
@@ -731,6 +764,19 @@ export function engineTable(r: EngineBenchResult): string {
         `bench CPU = this node process`,
     );
   }
+  const ad = r.admission;
+  if (ad !== null) {
+    lines.push(
+      '',
+      `- admission (pipelines created one by one with audio flowing, one \`${ad.sender}\` sender each, until the engine refused): ` +
+        `**${ad.accepted} accepted**${ad.largestRealTimeN === null ? '' : ` against a largest real-time N of **${ad.largestRealTimeN}** in the sweep ` +
+          `(${ad.acceptedOfCapacity === null ? 'n/a' : `${f(100 * ad.acceptedOfCapacity, 0)} %`}; goal >= 85 % and never more)`}; ` +
+        `over a ${f(ad.window.windowS, 0)} s window ${ad.window.realTime ? 'every accepted pipeline was real time' : `**not** every accepted pipeline was real time (${ad.window.reasons.join('; ')})`} ` +
+        `(RTP ${f(ad.window.rtpMinRatePerS, 0)}-${f(ad.window.rtpMaxRatePerS, 0)}/s, per pipeline CPU median ${f(ad.window.pipelineCpuPctMedian)} %, headroom ratio ${f(ad.window.headroomRatio, 3)})`,
+      `- admission refusal (3 in a row, 10 s apart; ${ad.refusalsRetried} earlier refusal(s) retried; headroom ratio ${f(ad.headroomAtStart, 3)} at the start): ` +
+        `${ad.refusal ?? 'none (max_pipelines reached)'}; load average ${ad.loadBefore} before, ${ad.loadAfter} after`,
+    );
+  }
   lines.push(`- load average before ${r.loadBefore}, after ${r.loadAfter}`);
   return lines.join('\n');
 }
@@ -739,11 +785,12 @@ export function engineTable(r: EngineBenchResult): string {
 // command line
 
 export const ENGINE_USAGE =
-  '[--only engine|scale] [--quick] [--sender gst-shared|gst|ffmpeg] [--scale 1,8,16,32,64] [--window S] [--packets-per-send K]';
+  '[--only engine|scale] [--quick] [--sender gst-shared|gst|ffmpeg] [--scale 1,8,16,32,64] [--window S] [--packets-per-send K] [--admission]';
 
 /** Reads the engine bench flags; returns false for a flag that is not one of them. */
 export function engineBenchFlag(a: string, value: () => string, into: EngineBenchOptions): boolean {
   if (a === '--quick') into.quick = true;
+  else if (a === '--admission') into.admission = true;
   else if (a === '--sender') {
     const v = value();
     const kind = SENDER_KINDS.find((k) => k === v);

@@ -3,7 +3,7 @@
  *
  *   npm run bench -- [--runs N] [--only eq|loudnorm|resampler|engine|scale] [--quick] [--cache-dir DIR]
  *                    [--plugin-path DIR] [--duration S] [--sender gst-shared|gst|ffmpeg] [--scale 1,8,16]
- *                    [--window S] [--packets-per-send K]
+ *                    [--window S] [--packets-per-send K] [--admission]
  *
  * Runs bench/dsp-eq.ts (parametriceq vs equalizer-nbands), bench/dsp-loudnorm.ts (loudnorm vs
  * ffmpeg loudnorm, with the loudness each delivers), bench/dsp-resampler.ts (the clockbridge
@@ -160,6 +160,7 @@ async function main(): Promise<void> {
     resampler: rs ?? null,
     engine: engine?.control ?? null,
     scale: engine?.scale ?? null,
+    admission: engine?.admission ?? null,
     load: engine === undefined ? null : { before: engine.loadBefore, after: engine.loadAfter },
   };
   const kept: string[] = [];

@@ -8,6 +8,7 @@ import { performance } from 'node:perf_hooks';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { KeyRing } from './auth/keys.js';
+import { createHostCapacity } from './capacity/create.js';
 import type { LoadedConfig } from './config/load.js';
 import { loadCheck, saveCheck } from './gst/check-cache.js';
 import { checkGstreamer, gstEnvironment } from './gst/environment.js';
@@ -84,6 +85,7 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
   const reservedPorts = new Map<number, string>(
     config.stations.map((s) => [harborPort(s.number), `station ${s.id} (harbor port)`]),
   );
+  const capacity = createHostCapacity(config.engine, log);
   const supervisorDeps = {
     launch: launchChild,
     command: gst.launchCommand,
@@ -96,6 +98,7 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
     logLines: 2000,
     statsIntervalMs: config.engine.metrics_interval_ms,
     stallAfterMs: Math.max(5000, 5 * config.engine.metrics_interval_ms),
+    hostOverloaded: () => capacity.overloaded(),
   };
   const compile = {
     statsIntervalMs: config.engine.metrics_interval_ms,
@@ -107,6 +110,7 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
     compile,
     probePort: (port) => probeUdpPort(port),
     reservedPorts,
+    capacity,
     log,
     now: () => new Date(),
     supervisorDeps,
@@ -120,9 +124,10 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
     now: Date.now,
     harborHost: '0.0.0.0',
     sourceWaitMs: 5000,
+    capacity,
   });
-  const health = new EngineHealth(VERSION, startedAt, () => checkGstreamer(gst));
-  const metrics = createMetrics({ entries: () => [...pipelines.entries(), ...stations.entries()] }, VERSION);
+  const health = new EngineHealth(VERSION, startedAt, () => checkGstreamer(gst), Date.now, () => capacity.overload());
+  const metrics = createMetrics({ entries: () => [...pipelines.entries(), ...stations.entries()] }, VERSION, capacity);
   const rest = await buildRestServer({ log, keys, health, pipelines, metrics });
   const dashboard = await buildDashboardServer({ log, keys, health, stations });
   const grpc = buildGrpcServer({
@@ -144,6 +149,7 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
       if (!keys && !isLoopback(config.server.bind)) {
         log.warn({ event: 'insecure-bind', bind: config.server.bind }, `listening on ${config.server.bind} with authentication off: anyone who reaches this host can control the engine`);
       }
+      capacity.start();
       await mkdir(config.stateDir, { recursive: true });
       const reaped = await reapLeftovers(config.stateDir);
       if (reaped.length > 0) log.warn({ event: 'reaped', pids: reaped }, `ended ${reaped.length} child process(es) left by an earlier run`);
@@ -165,7 +171,7 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
         { event: 'ready', rest_port: restPort, grpc_port: grpcPort, dashboard_port: dashboardPort, startup_ms: Date.now() - startedAt, process_ms: Math.round(performance.now()), version: VERSION },
         `audio-engine ${VERSION} ready in ${Date.now() - startedAt} ms: REST on ${config.server.bind}:${restPort}, gRPC on port ${grpcPort}, dashboard on port ${dashboardPort}`,
       );
-      await check;
+      await Promise.all([check, capacity.measured()]);
       const [restored, started] = await Promise.all([pipelines.restore(), stations.autostart()]);
       if (stations.size > 0) log.info({ event: 'stations-started', started, configured: stations.size }, `${started} of ${stations.size} station(s) started`);
       log.info({ event: 'restored', restored: restored.restored, damaged: restored.damaged }, `${restored.restored} stored pipeline(s) started`);
@@ -176,6 +182,7 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
       await grpc.close(); // streams end first, then calls in flight (bounded), before any child stops
       await Promise.all([rest.close(), dashboard.close()]);
       await Promise.all([pipelines.shutdown(), stations.shutdown()]);
+      capacity.stop();
     },
   };
 }

@@ -21,6 +21,10 @@ export const errorTable = {
   PIPELINE_NOT_FOUND: { http: 404, grpc: GrpcCode.NOT_FOUND },
   PORT_IN_USE: { http: 409, grpc: GrpcCode.ALREADY_EXISTS },
   PIPELINE_LIMIT_REACHED: { http: 429, grpc: GrpcCode.RESOURCE_EXHAUSTED },
+  /** The host's CPU cannot carry one more pipeline (capacity/, docs/capacity.md). */
+  HOST_AT_CAPACITY: { http: 503, grpc: GrpcCode.RESOURCE_EXHAUSTED },
+  /** The same for a station start on the dashboard: a conflict with the host's state, like a held port. */
+  STATION_AT_CAPACITY: { http: 409, grpc: GrpcCode.RESOURCE_EXHAUSTED },
   ENGINE_UNAVAILABLE: { http: 503, grpc: GrpcCode.UNAVAILABLE },
 } as const satisfies Record<string, { http: number; grpc: GrpcCode }>;
 
@@ -67,6 +71,18 @@ export class PortInUseError extends EngineError {
 export class LimitError extends EngineError {
   constructor(message: string) {
     super('PIPELINE_LIMIT_REACHED', message);
+  }
+}
+
+/**
+ * A pipeline or station refused because the host cannot carry it: the message names the measured
+ * headroom and the estimated cost; `retryAfterS` becomes REST's Retry-After.
+ */
+export class CapacityError extends EngineError {
+  readonly retryAfterS: number;
+  constructor(message: string, retryAfterS: number, code: 'HOST_AT_CAPACITY' | 'STATION_AT_CAPACITY' = 'HOST_AT_CAPACITY') {
+    super(code, message);
+    this.retryAfterS = retryAfterS;
   }
 }
 

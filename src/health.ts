@@ -1,4 +1,5 @@
 /** Health: status, version and uptime; unhealthy when the engine cannot run pipelines. */
+import type { OverloadReport } from './capacity/host-capacity.js';
 import type { GstCheck } from './gst/environment.js';
 
 export interface HealthReport {
@@ -6,6 +7,8 @@ export interface HealthReport {
   version: string;
   uptime: string;
   reason?: string;
+  /** A warning while the host is overloaded, with its figures (the status stays healthy). */
+  overloaded?: OverloadReport;
 }
 
 /** "3h 12m": whole hours and minutes since start. */
@@ -23,6 +26,7 @@ export class EngineHealth {
     private readonly startedAt: number,
     private readonly runCheck: () => Promise<GstCheck>,
     private readonly now: () => number = Date.now,
+    private readonly overload: () => OverloadReport | undefined = () => undefined,
   ) {}
 
   /**
@@ -49,8 +53,10 @@ export class EngineHealth {
     let result = await (this.check ?? this.prime());
     if (!result.ok && this.now() - this.checkedAt > 10_000) result = await this.prime();
     const uptime = formatUptime(this.now() - this.startedAt);
-    return result.ok
-      ? { status: 'healthy', version: this.version, uptime }
-      : { status: 'unhealthy', version: this.version, uptime, reason: result.reason ?? 'cannot run pipelines' };
+    const overloaded = this.overload();
+    const base = result.ok
+      ? { status: 'healthy' as const, version: this.version, uptime }
+      : { status: 'unhealthy' as const, version: this.version, uptime, reason: result.reason ?? 'cannot run pipelines' };
+    return overloaded === undefined ? base : { ...base, overloaded };
   }
 }

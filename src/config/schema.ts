@@ -3,7 +3,7 @@
  * equals these defaults (a test keeps them equal).
  */
 import { Type, type Static } from '@sinclair/typebox';
-import { ProcessingStep, RtpOutput } from '../spec/schema.js';
+import { PriorityField, ProcessingStep, RtpOutput } from '../spec/schema.js';
 
 const strict = { additionalProperties: false } as const;
 const Port = (dflt: number) => Type.Integer({ minimum: 1, maximum: 65535, default: dflt });
@@ -36,6 +36,18 @@ export const EngineConfig = Type.Object(
      * millisecond; N = N packets back to back every N ms, the last N - 1 ms early.
      */
     rtp_packets_per_send: Type.Integer({ minimum: 1, maximum: 16, default: 4 }),
+    /** Host CPU kept free when admitting pipelines, percent of the host's capacity (docs/capacity.md). */
+    cpu_reserve_percent: Type.Number({ minimum: 0, maximum: 90, default: 15 }),
+    /**
+     * The host's CPU capacity in cores when it is less than the online CPUs show (a container's
+     * CPU quota, a capped VM); 0: the online CPUs.
+     */
+    cpu_cores: Type.Number({ minimum: 0, maximum: 1024, default: 0 }),
+    /**
+     * Niceness added to the children of `normal` pipelines and stations (`high` ones run at the
+     * engine's own): under overload the high ones stay real time first. 0: priorities have no effect.
+     */
+    normal_priority_nice: Type.Integer({ minimum: 0, maximum: 19, default: 10 }),
   },
   { ...strict, default: {} },
 );
@@ -53,6 +65,8 @@ export const StationConfig = Type.Object(
     latency: Type.Integer({ minimum: 20, maximum: 8000, default: 120 }),
     /** Source password of the Icecast harbor (user "source"); required for harbor = "icecast". Never logged or returned. */
     password: Type.Optional(Type.String({ minLength: 1, maxLength: 256, pattern: '^[\\x20-\\x7e]+$' })),
+    /** Under overload `high` stations stay real time first (engine.normal_priority_nice). */
+    priority: PriorityField,
     /** Start the station with the engine. */
     autostart: Type.Boolean({ default: true }),
   },

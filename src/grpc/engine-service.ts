@@ -7,7 +7,7 @@
 import { Metadata, status, type sendUnaryData, type ServerErrorResponse, type ServerUnaryCall, type ServerWritableStream } from '@grpc/grpc-js';
 import type { Logger } from 'pino';
 import type { KeyRing } from '../auth/keys.js';
-import { EngineError, ValidationError } from '../errors.js';
+import { CapacityError, EngineError, ValidationError } from '../errors.js';
 import type {
   CreatePipelineRequest,
   DeletePipelineRequest,
@@ -42,6 +42,7 @@ export function toServiceError(error: unknown, log: Logger, method: string): Par
     const code: status = error.grpcCode;
     const metadata = new Metadata();
     if (code === status.UNAUTHENTICATED) metadata.set('www-authenticate', 'Bearer');
+    if (error instanceof CapacityError) metadata.set('retry-after', String(error.retryAfterS));
     return { code, details: error.message, metadata };
   }
   log.error({ err: error, method }, `gRPC ${method} failed`);

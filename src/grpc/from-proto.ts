@@ -55,5 +55,6 @@ export function createRequestToJson(request: CreatePipelineRequest): Json {
     input: request.input === undefined ? undefined : input(request.input),
     processing: request.processing.map(step),
     output: request.output === undefined ? undefined : output(request.output),
+    priority: request.priority,
   });
 }

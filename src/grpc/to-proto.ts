@@ -5,7 +5,7 @@ import type { PipelineView } from '../supervisor/registry.js';
 import type { HealthResponse, Pipeline, ProcessingStep } from '../gen/svc/v1/engine.js';
 
 export function healthToProto(report: HealthReport): HealthResponse {
-  return { status: report.status, version: report.version, uptime: report.uptime, reason: report.reason ?? '' };
+  return { status: report.status, version: report.version, uptime: report.uptime, reason: report.reason ?? '', overloaded: report.overloaded?.message ?? '' };
 }
 
 function stepToProto(step: PipelineSpec['processing'][number]): ProcessingStep {
@@ -51,5 +51,8 @@ export function pipelineToProto(view: PipelineView): Pipeline {
     exit_signal: opt(view.exit_signal),
     state_since: view.state_since,
     next_retry_at: opt(view.next_retry_at),
+    priority: view.priority,
+    realtime_ratio: opt(view.realtime_ratio),
+    behind: view.behind,
   };
 }

@@ -5,7 +5,7 @@
  */
 import { STATUS_CODES } from 'node:http';
 import type { FastifyError, FastifyInstance } from 'fastify';
-import { EngineError } from '../errors.js';
+import { CapacityError, EngineError } from '../errors.js';
 
 export interface ErrorBody {
   statusCode: number;
@@ -22,6 +22,7 @@ export function installErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler((error: FastifyError | EngineError | Error, request, reply) => {
     if (error instanceof EngineError) {
       if (error.httpStatus === 401) void reply.header('WWW-Authenticate', 'Bearer');
+      if (error instanceof CapacityError) void reply.header('Retry-After', String(error.retryAfterS));
       return reply.code(error.httpStatus).send(errorBody(error.httpStatus, error.code, error.message));
     }
     const status = 'statusCode' in error && typeof error.statusCode === 'number' ? error.statusCode : 500;

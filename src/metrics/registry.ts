@@ -4,6 +4,7 @@
  * deleted pipeline's series are gone at the next scrape.
  */
 import { collectDefaultMetrics, Counter, Gauge, Registry } from 'prom-client';
+import type { HostCapacity } from '../capacity/host-capacity.js';
 import type { PipelineSupervisor } from '../supervisor/supervisor.js';
 import type { ChildState } from '../supervisor/state.js';
 import { registerPipelineMetrics } from './pipeline-metrics.js';
@@ -19,7 +20,11 @@ export interface SupervisedSource {
 
 const STATES: readonly ChildState[] = ['starting', 'running', 'exited', 'backoff', 'failed', 'stopping', 'stopped'];
 
-export function createMetrics(pipelines: SupervisedSource, version: string): Registry {
+export function createMetrics(
+  pipelines: SupervisedSource,
+  version: string,
+  capacity?: Pick<HostCapacity, 'headroomRatio' | 'overloaded' | 'pipeline'>,
+): Registry {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: 'audio_engine_' });
   // Gauges named *_total break the exposition conventions (promtool: "non-counter metrics should
@@ -135,6 +140,40 @@ export function createMetrics(pipelines: SupervisedSource, version: string): Reg
     },
   });
 
+  if (capacity !== undefined) registerCapacityMetrics(registry, pipelines, capacity);
   registerPipelineMetrics(registry, pipelines);
   return registry;
+}
+
+/** Host headroom and each pipeline's real-time ratio (capacity/, docs/capacity.md). */
+function registerCapacityMetrics(registry: Registry, pipelines: SupervisedSource, capacity: Pick<HostCapacity, 'headroomRatio' | 'overloaded' | 'pipeline'>): void {
+  new Gauge({
+    name: 'audio_engine_host_cpu_headroom_ratio',
+    help: 'CPU left for new pipelines over the last window (capacity less reserve, other programs and every admitted pipeline at full cost), fraction of the host capacity; negative when overloaded.',
+    registers: [registry],
+    collect() {
+      this.set(capacity.headroomRatio());
+    },
+  });
+  new Gauge({
+    name: 'audio_engine_host_overloaded',
+    help: '1 while the host cannot carry its admitted pipelines within the reserve, 0 otherwise.',
+    registers: [registry],
+    collect() {
+      this.set(capacity.overloaded() ? 1 : 0);
+    },
+  });
+  new Gauge({
+    name: 'audio_engine_pipeline_realtime_ratio',
+    help: 'Output RTP packets per second of host time / 1000 over the last window while receiving (1 = real time).',
+    labelNames: ['pipeline_id'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const { record } of pipelines.entries()) {
+        const ratio = capacity.pipeline(record.id).realtime_ratio;
+        if (ratio !== null) this.set({ pipeline_id: record.id }, ratio);
+      }
+    },
+  });
 }

@@ -87,12 +87,18 @@ export const RtpOutput = Type.Object(
   strict,
 );
 
+/** Under overload the engine keeps `high` pipelines real time first (docs/capacity.md). */
+export const PRIORITIES = ['high', 'normal'] as const;
+export type Priority = (typeof PRIORITIES)[number];
+export const PriorityField = Type.Unsafe<Priority>({ type: 'string', enum: [...PRIORITIES], default: 'normal' });
+
 export const PipelineSpec = Type.Object(
   {
     name: Type.String({ minLength: 1, maxLength: 128, pattern: '^[^\\p{C}]*$' }),
     input: SrtInput,
     processing: Type.Array(ProcessingStep, { maxItems: 32, default: [] }),
     output: RtpOutput,
+    priority: PriorityField,
   },
   strict,
 );

@@ -12,6 +12,7 @@
  */
 import type { Writable } from 'node:stream';
 import type { Logger } from 'pino';
+import type { HostCapacity, PipelineCapacity } from '../capacity/host-capacity.js';
 import { compilePipeline, type CompilableSpec, type CompileOptions } from '../compiler/compile.js';
 import type { StationConfig } from '../config/schema.js';
 import { PortInUseError } from '../errors.js';
@@ -37,10 +38,12 @@ export interface StationDeps {
   harborHost: string;
   /** How long a connecting source waits for the station's next child. */
   sourceWaitMs: number;
+  /** Admission control (capacity/): a start is admitted at the full cost of the station's graph. */
+  capacity?: Pick<HostCapacity, 'admit' | 'attach' | 'release' | 'pipeline' | 'niceIncrement'>;
 }
 
 /** A station as the dashboard shows it. The password is never part of it. */
-export interface StationView extends RuntimeInfo {
+export interface StationView extends RuntimeInfo, PipelineCapacity {
   id: string;
   number: number;
   name: string;
@@ -51,6 +54,7 @@ export interface StationView extends RuntimeInfo {
   processing: StationConfig['processing'];
   output: StationConfig['output'];
   autostart: boolean;
+  priority: StationConfig['priority'];
   /** Whether the engine keeps the station running (start: true; stop: false). */
   enabled: boolean;
   /** `active` while enabled, `stopped` otherwise, `failed` when its graph can never run. */
@@ -93,6 +97,7 @@ export class Station {
       logFields: { station_id: config.id },
       label: `station ${config.id}`,
       traceInLog: true,
+      niceIncrement: deps.capacity?.niceIncrement(config.priority) ?? 0,
     });
     if (config.harbor === 'icecast') {
       this.harbor = new IcecastHarbor({
@@ -159,6 +164,7 @@ export class Station {
       processing: this.config.processing,
       output: this.config.output,
       autostart: this.config.autostart,
+      priority: this.config.priority,
       enabled: this.enabled,
       status: runtime.state === 'failed' ? 'failed' : this.enabled ? 'active' : 'stopped',
       ...runtime,
@@ -166,6 +172,7 @@ export class Station {
       ...report,
       input_state: inputState,
       source,
+      ...(this.deps.capacity?.pipeline(this.supervisor.id) ?? { realtime_ratio: null, behind: false }),
     };
   }
 
@@ -188,6 +195,34 @@ export class Station {
       return;
     }
     if (why === 'start' || why === 'autostart') this.supervisor.note(`${why} requested`);
+    const admittedBefore = this.enabled; // in back-off: still admitted
+    this.admit();
+    try {
+      await this.bindHarbor();
+    } catch (error) {
+      if (!admittedBefore) this.deps.capacity?.release(this.supervisor.id);
+      throw error;
+    }
+    this.startError = null;
+    this.enabled = true;
+    this.deps.capacity?.attach(this.supervisor.id, this.supervisor);
+    this.supervisor.start();
+    this.log.info({ event: 'station-started', harbor: this.config.harbor, harbor_port: this.port, why }, `station ${this.id}: started (${why}), harbor ${this.config.harbor} on port ${this.port}`);
+  }
+
+  /** Admission control: refused (409, STATION_AT_CAPACITY) when the host cannot carry the station. */
+  private admit(): void {
+    try {
+      this.deps.capacity?.admit(this.supervisor.id, this.config.processing, 'STATION_AT_CAPACITY');
+    } catch (error) {
+      this.startError = (error as Error).message;
+      this.supervisor.note(`start refused: ${this.startError}`);
+      throw error;
+    }
+  }
+
+  /** Checks or takes the harbor port (a held port: PORT_IN_USE). */
+  private async bindHarbor(): Promise<void> {
     if (this.harbor !== undefined) {
       await this.supervisor.stop(); // a child left from an earlier run of the harbor
       try {
@@ -207,10 +242,6 @@ export class Station {
       }
       await this.supervisor.stop(); // ends a pending back-off: the new child starts at once
     }
-    this.startError = null;
-    this.enabled = true;
-    this.supervisor.start();
-    this.log.info({ event: 'station-started', harbor: this.config.harbor, harbor_port: this.port, why }, `station ${this.id}: started (${why}), harbor ${this.config.harbor} on port ${this.port}`);
   }
 
   private async refuse(): Promise<never> {
@@ -225,6 +256,7 @@ export class Station {
   private async doStop(): Promise<void> {
     this.enabled = false;
     await Promise.all([this.harbor?.close(), this.supervisor.stop()]);
+    this.deps.capacity?.release(this.supervisor.id);
   }
 
   /** Engine start: start if autostart; a refusal is logged and shown, not fatal. */

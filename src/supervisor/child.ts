@@ -6,7 +6,8 @@
  * stdin is closed unless a launcher asks for a writable one (`stdin: 'pipe'`: a station's Icecast
  * harbor feeds the source's body to the child); ending it is the child's end of stream.
  */
-import { existsSync } from 'node:fs';
+import { existsSync, writeFileSync } from 'node:fs';
+import { getPriority, setPriority } from 'node:os';
 import { createInterface } from 'node:readline';
 import type { Readable, Writable } from 'node:stream';
 import { execa, type ResultPromise } from 'execa';
@@ -33,6 +34,14 @@ export interface LaunchOptions {
    * which other processes can read in /proc). Default none.
    */
   extraInput?: readonly Uint8Array[];
+  /**
+   * Niceness added to the child, relative to the engine's (0: the same). Set on the child's pid as
+   * soon as it exists, before gst-launch makes its streaming threads, which inherit it; also on
+   * the child's autogroup (its own session: `detached`), where the kernel groups by session
+   * (sched_autogroup, a process outside a CPU cgroup), else a niceness would only order threads
+   * within the child.
+   */
+  niceIncrement?: number;
 }
 
 export interface ChildProcess {
@@ -43,6 +52,8 @@ export interface ChildProcess {
    * is gone: EPIPE) are swallowed here; a writer sees the stream destroyed.
    */
   readonly stdin: Writable | undefined;
+  /** Why the niceness could not be set (setpriority refused), if it could not. */
+  readonly niceError?: string;
   /** Sends a signal; false when the process is already gone. */
   signal(signal: NodeJS.Signals): boolean;
 }
@@ -90,6 +101,21 @@ export function launchChild(options: LaunchOptions): ChildProcess {
       : undefined;
     return { exitCode: result.exitCode, signal: result.signal, spawnError };
   });
+  let niceError: string | undefined;
+  const increment = options.niceIncrement ?? 0;
+  if (increment > 0 && subprocess.pid !== undefined) {
+    const nice = Math.min(19, getPriority() + increment);
+    try {
+      setPriority(subprocess.pid, nice);
+    } catch (error) {
+      niceError = (error as Error).message;
+    }
+    try {
+      writeFileSync(`/proc/${subprocess.pid}/autogroup`, String(nice));
+    } catch {
+      // No autogroups (disabled, or not Linux): the thread niceness above is what orders the children.
+    }
+  }
   const stdin = options.stdin === 'pipe' ? (subprocess.stdin ?? undefined) : undefined;
   stdin?.on('error', () => {
     // EPIPE/ECONNRESET when the child ends while data is written: its exit tells the story.
@@ -98,6 +124,7 @@ export function launchChild(options: LaunchOptions): ChildProcess {
     pid: subprocess.pid,
     exited,
     stdin,
+    niceError,
     signal(signal: NodeJS.Signals): boolean {
       return subprocess.kill(signal);
     },

@@ -4,6 +4,7 @@
  * before it answers. At start every stored pipeline comes back with its id and runs again.
  */
 import type { Logger } from 'pino';
+import type { HostCapacity, PipelineCapacity } from '../capacity/host-capacity.js';
 import { compilePipeline, compileSecrets, type CompileOptions } from '../compiler/compile.js';
 import { LimitError, NotFoundError, PortInUseError } from '../errors.js';
 import type { PortProbe } from '../net/udp-port.js';
@@ -14,10 +15,17 @@ import type { PipelineRecord, PipelineStore } from '../store/pipeline-store.js';
 import type { InputReport } from '../stats/pipeline-stats.js';
 import { PipelineSupervisor, type RuntimeInfo, type SupervisorDeps } from './supervisor.js';
 
+/** A stored pipeline the host had no room for at start: it starts when room appears. */
+export const WAITING_FOR_CAPACITY = 'waiting_for_capacity';
+/** How often waiting pipelines are tried again, ms. */
+const WAITING_RETRY_MS = 2000;
+
 export type PipelineStatus = 'active' | 'failed';
 
 /** A pipeline as clients see it: the record, the status and its child's runtime facts. */
-export interface PipelineView extends RuntimeInfo, InputReport {
+export interface PipelineView extends Omit<RuntimeInfo, 'state'>, InputReport, PipelineCapacity {
+  /** The child's state, or `waiting_for_capacity` (restored, no room yet). */
+  state: RuntimeInfo['state'] | typeof WAITING_FOR_CAPACITY;
   id: string;
   name: string;
   status: PipelineStatus;
@@ -26,6 +34,7 @@ export interface PipelineView extends RuntimeInfo, InputReport {
   input: SrtInputView;
   processing: PipelineSpec['processing'];
   output: PipelineSpec['output'];
+  priority: PipelineSpec['priority'];
 }
 
 export interface Pipeline {
@@ -42,6 +51,8 @@ export interface RegistryOptions {
   probePort: (port: number) => Promise<PortProbe>;
   /** UDP ports held by something else of this engine (station harbors), with their owner. */
   reservedPorts: ReadonlyMap<number, string>;
+  /** Admission control (capacity/): every start is admitted at its shape's full cost. */
+  capacity?: Pick<HostCapacity, 'admit' | 'tryAdmit' | 'attach' | 'release' | 'pipeline' | 'niceIncrement'>;
   log: Logger;
   now: () => Date;
 }
@@ -52,6 +63,9 @@ export class PipelineRegistry {
   private readonly claiming = new Map<number, string>();
   private seq = 0;
   private closing = false;
+  /** Restored pipelines without room yet, in creation order (their supervisors are not started). */
+  private readonly waiting = new Set<string>();
+  private waitingTimer: NodeJS.Timeout | undefined;
 
   constructor(private readonly options: RegistryOptions) {}
 
@@ -63,7 +77,12 @@ export class PipelineRegistry {
     }
     for (const record of records) {
       this.seq = Math.max(this.seq, record.seq);
-      this.startPipeline(record);
+      // In creation order until the host is full; the rest wait (and keep their order).
+      if (this.waiting.size === 0 && (this.options.capacity?.tryAdmit(record.id, record.spec.processing) ?? true)) {
+        this.startPipeline(record);
+      } else {
+        this.addWaiting(record);
+      }
     }
     return { restored: records.length, damaged: damaged.length };
   }
@@ -82,13 +101,19 @@ export class PipelineRegistry {
       if (probe !== 'free') {
         throw new PortInUseError(port, `input.port ${port} is already in use by another process`);
       }
+      this.options.capacity?.admit(id, spec.processing); // refused: nothing stored or started
       const record: PipelineRecord = {
         id,
         seq: ++this.seq,
         created_at: this.options.now().toISOString(),
         spec,
       };
-      await this.options.store.put(record);
+      try {
+        await this.options.store.put(record);
+      } catch (error) {
+        this.options.capacity?.release(id);
+        throw error;
+      }
       const pipeline = this.startPipeline(record);
       return this.view(pipeline);
     } finally {
@@ -119,12 +144,15 @@ export class PipelineRegistry {
     await pipeline.supervisor.stop();
     await this.options.store.remove(id);
     this.pipelines.delete(id);
+    this.waiting.delete(id);
+    this.options.capacity?.release(id);
     this.options.log.info({ event: 'deleted', pipeline_id: id }, `pipeline ${id} deleted`);
   }
 
   /** Stops every child (the records stay: they run again at the next start). */
   async shutdown(): Promise<void> {
     this.closing = true;
+    if (this.waitingTimer !== undefined) clearInterval(this.waitingTimer);
     await Promise.all([...this.pipelines.values()].map((p) => p.supervisor.stop()));
   }
 
@@ -150,15 +178,48 @@ export class PipelineRegistry {
     if (other !== undefined) throw new PortInUseError(port, `input.port ${port} is already in use by pipeline ${other}`);
   }
 
+  /** Starts an admitted pipeline's child (its supervisor is made once, also for a waiting one). */
   private startPipeline(record: PipelineRecord): Pipeline {
+    const pipeline = this.pipelines.get(record.id) ?? this.makePipeline(record);
+    this.options.capacity?.attach(record.id, pipeline.supervisor);
+    pipeline.supervisor.start();
+    return pipeline;
+  }
+
+  private makePipeline(record: PipelineRecord): Pipeline {
     const args = compilePipeline(record.spec, this.options.compile);
+    const niceIncrement = this.options.capacity?.niceIncrement(record.spec.priority) ?? 0;
     const supervisor = new PipelineSupervisor(record.id, args, this.options.supervisorDeps, {
       extraInput: compileSecrets(record.spec),
+      niceIncrement,
     });
     const pipeline: Pipeline = { record, supervisor };
     this.pipelines.set(record.id, pipeline);
-    supervisor.start();
     return pipeline;
+  }
+
+  private addWaiting(record: PipelineRecord): void {
+    this.makePipeline(record);
+    this.waiting.add(record.id);
+    this.options.log.warn({ event: 'waiting-for-capacity', pipeline_id: record.id }, `pipeline ${record.id}: waiting for capacity (the host is full)`);
+    this.waitingTimer ??= setInterval(() => this.admitWaiting(), WAITING_RETRY_MS);
+    this.waitingTimer.unref();
+  }
+
+  /** Starts waiting pipelines in creation order while they fit. */
+  private admitWaiting(): void {
+    for (const id of this.waiting) {
+      const pipeline = this.pipelines.get(id);
+      if (pipeline === undefined || this.closing) break;
+      if (!(this.options.capacity?.tryAdmit(id, pipeline.record.spec.processing) ?? true)) break;
+      this.waiting.delete(id);
+      this.options.log.info({ event: 'capacity-available', pipeline_id: id }, `pipeline ${id}: room on the host, starting`);
+      this.startPipeline(pipeline.record);
+    }
+    if (this.waiting.size === 0 && this.waitingTimer !== undefined) {
+      clearInterval(this.waitingTimer);
+      this.waitingTimer = undefined;
+    }
   }
 
   private view({ record, supervisor }: Pipeline): PipelineView {
@@ -171,8 +232,11 @@ export class PipelineRegistry {
       input: redactInput(record.spec.input),
       processing: record.spec.processing,
       output: record.spec.output,
+      priority: record.spec.priority,
       ...runtime,
+      ...(this.waiting.has(record.id) ? { state: WAITING_FOR_CAPACITY } : {}),
       ...supervisor.stats.report(this.options.now().getTime()),
+      ...(this.options.capacity?.pipeline(record.id) ?? { realtime_ratio: null, behind: false }),
     };
   }
 }

@@ -29,7 +29,12 @@ export interface SupervisorDeps {
   statsIntervalMs: number;
   /** A running child that sends no statistics this long is stalled and restarted. */
   stallAfterMs: number;
+  /** While the host is overloaded a slow child is not stalled: the bound is OVERLOAD_STALL_FACTOR times longer. */
+  hostOverloaded?: () => boolean;
 }
+
+/** How much longer the watchdog waits for statistics while the host is overloaded (capacity/). */
+export const OVERLOAD_STALL_FACTOR = 6;
 
 /** What a station's supervisor adds to a pipeline's (all optional: a pipeline uses none). */
 export interface SupervisorOptions {
@@ -43,6 +48,8 @@ export interface SupervisorOptions {
   traceInLog?: boolean;
   /** Secrets each child reads from its descriptors 3, 4, ... (LaunchOptions.extraInput). */
   extraInput?: readonly Uint8Array[];
+  /** Niceness added to each child (a normal-priority pipeline's; capacity/model.ts). */
+  niceIncrement?: number;
 }
 
 export interface RuntimeInfo {
@@ -210,6 +217,7 @@ export class PipelineSupervisor {
       env: this.deps.env,
       stdin: this.options.stdin === true ? 'pipe' : 'ignore',
       extraInput: this.options.extraInput,
+      niceIncrement: this.options.niceIncrement ?? 0,
       onStdoutLine: (line) => {
         if (BUS_MESSAGE.test(line)) {
           const event = parseLine(line);
@@ -228,6 +236,7 @@ export class PipelineSupervisor {
       },
     });
     this.child = child;
+    if (child.niceError !== undefined) this.log.warn({ event: 'nice-failed' }, `${this.label}: priority not applied: ${child.niceError}`);
     this.startWatchdog(child, stats);
     this.log.info({ event: 'spawn', pid: child.pid, restarts: this.restarts }, `${this.label}: child started`);
     this.note(`child started (pid ${String(child.pid)})`);
@@ -253,7 +262,8 @@ export class PipelineSupervisor {
       if (this.child !== child || this.state !== 'running') return;
       const since = stats.lastProgressAt ?? this.stateSince;
       const silentMs = this.deps.now() - since;
-      if (silentMs < this.deps.stallAfterMs) return;
+      const overloaded = this.deps.hostOverloaded?.() === true;
+      if (silentMs < this.deps.stallAfterMs * (overloaded ? OVERLOAD_STALL_FACTOR : 1)) return;
       this.killReason = `stalled: no statistics from the child for ${(silentMs / 1000).toFixed(1)} s`;
       this.log.warn({ event: 'stalled', silent_ms: silentMs }, `${this.label}: ${this.killReason}; killing it`);
       this.stopWatchdog();

@@ -47,6 +47,14 @@ export interface EngineConfigOptions {
   dir?: string;
 }
 
+/**
+ * Capacity settings of every test engine unless its `extraToml` sets them: the tests share a
+ * 2-core machine whose other load would make admission refuse pipelines at random (a fixed
+ * capacity of 64 cores), and their pipelines keep the engine's niceness. The admission tests
+ * (test/e2e/admission.test.ts) set their own.
+ */
+const TEST_CAPACITY_DEFAULTS = ['cpu_cores = 64', 'normal_priority_nice = 0'];
+
 /** Writes a config file in `dir` (a fresh folder per engine unless given). */
 export async function writeConfig(t: Test, options: EngineConfigOptions = {}): Promise<{ dir: string; file: string; restPort: number }> {
   const dir = options.dir ?? t.testdir();
@@ -66,6 +74,7 @@ export async function writeConfig(t: Test, options: EngineConfigOptions = {}): P
       `dashboard_port = ${dashboardPort}`,
       '[engine]',
       'state_dir = "state"',
+      ...TEST_CAPACITY_DEFAULTS.filter((line) => !(options.extraToml ?? '').includes(line.split(' ')[0] ?? '')),
       options.extraToml ?? '',
     ].join('\n'),
   );

@@ -22,10 +22,13 @@ void t.test('the example request is valid and gets its defaults', async (t) => {
   t.same(parsePipelineSpec(withField((s) => { s.processing = []; })).processing, [], 'empty processing is accepted');
   t.same(parsePipelineSpec(withField((s) => { delete (s as Partial<typeof s>).processing; })).processing, [], 'missing processing is empty');
   t.same(EXAMPLE.processing[0], { plugin: 'loudness-normalize', target: -23 }, 'the input object is not changed');
+  t.equal(parsePipelineSpec(EXAMPLE).priority, 'normal', 'priority defaults to normal');
+  t.equal(parsePipelineSpec(withField((s) => { s.priority = 'high'; })).priority, 'high');
 });
 
 const cases: [string, unknown, string][] = [
   ['port too high', withField((s) => { s.input.port = 70000; }), 'body/input/port must be <= 65535'],
+  ['unknown priority', withField((s) => { s.priority = 'urgent'; }), 'body/priority must be one of "high", "normal"; got "urgent"'],
   ['port below 1024', withField((s) => { s.input.port = 80; }), 'body/input/port must be >= 1024'],
   ['port as a string', withField((s) => { (s.input as Record<string, unknown>).port = '9000'; }), 'body/input/port must be integer'],
   ['fractional port', withField((s) => { s.input.port = 9000.5; }), 'body/input/port must be integer'],

@@ -7,6 +7,17 @@ const HealthResponse = Type.Object({
   version: Type.String(),
   uptime: Type.String(),
   reason: Type.Optional(Type.String()),
+  overloaded: Type.Optional(Type.Object({
+    since: Type.String(),
+    message: Type.String(),
+    headroom_ratio: Type.Number(),
+    capacity_cores: Type.Number(),
+    reserve_cores: Type.Number(),
+    other_programs_cores: Type.Number(),
+    admitted_cores: Type.Number(),
+    children_cores: Type.Number(),
+    pipelines_behind: Type.Array(Type.String()),
+  })),
 });
 
 export function healthRoutes(health: EngineHealth): FastifyPluginAsyncTypebox {

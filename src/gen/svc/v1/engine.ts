@@ -40,7 +40,9 @@ export const protobufFileName = "svc/v1/engine.proto";
  *
  * Status codes: INVALID_ARGUMENT (the message names the field), NOT_FOUND (unknown pipeline id),
  * ALREADY_EXISTS (input port taken by a pipeline, a station or another process),
- * RESOURCE_EXHAUSTED (engine.max_pipelines reached, or the engine is shutting down),
+ * RESOURCE_EXHAUSTED (engine.max_pipelines reached, the engine is shutting down, or the host's
+ * CPU cannot carry one more pipeline: the message names the headroom and the estimated cost and
+ * the trailing metadata carries `retry-after` in seconds; docs/capacity.md),
  * UNAUTHENTICATED (auth on and no or a wrong `authorization: Bearer <key>` metadata entry),
  * INTERNAL (anything else; the detail is only in the engine log).
  */
@@ -57,6 +59,11 @@ export interface HealthResponse {
   uptime: string;
   /** Why the engine cannot run pipelines; empty when healthy. */
   reason: string;
+  /**
+   * While the host is overloaded (it cannot carry its admitted pipelines within the reserve): the
+   * figures in words; empty otherwise. The status stays "healthy".
+   */
+  overloaded: string;
 }
 
 /** Where the audio comes from. */
@@ -146,7 +153,11 @@ export interface CreatePipelineRequest {
   /** In order; empty: the audio passes unchanged. At most 32 steps. */
   processing: ProcessingStep[];
   /** Required. */
-  output?: OutputConfig | undefined;
+  output?:
+    | OutputConfig
+    | undefined;
+  /** "high" or "normal" (default): under overload the high ones stay real time first. */
+  priority?: string | undefined;
 }
 
 export interface Pipeline {
@@ -168,7 +179,7 @@ export interface Pipeline {
     | undefined;
   /**
    * The child process: "starting", "running", "exited", "backoff", "failed", "stopping",
-   * "stopped".
+   * "stopped"; or "waiting_for_capacity" (restored at start, the host had no room yet).
    */
   state: string;
   /** Process id of the current child; absent when there is none. */
@@ -189,7 +200,20 @@ export interface Pipeline {
   /** When the child entered `state`, ISO 8601 UTC. */
   state_since: string;
   /** In "backoff": when the next start is due, ISO 8601 UTC. */
-  next_retry_at?: string | undefined;
+  next_retry_at?:
+    | string
+    | undefined;
+  /** "high" or "normal". */
+  priority: string;
+  /**
+   * Output RTP packets per second of host time / 1000 over the last seconds while receiving
+   * (1 = real time); absent while not receiving.
+   */
+  realtime_ratio?:
+    | number
+    | undefined;
+  /** Receiving and below 0.98 of real time. */
+  behind: boolean;
 }
 
 export interface PipelineList {
@@ -286,7 +310,7 @@ export const Empty: MessageFns<Empty> = {
 };
 
 function createBaseHealthResponse(): HealthResponse {
-  return { status: "", version: "", uptime: "", reason: "" };
+  return { status: "", version: "", uptime: "", reason: "", overloaded: "" };
 }
 
 export const HealthResponse: MessageFns<HealthResponse> = {
@@ -302,6 +326,9 @@ export const HealthResponse: MessageFns<HealthResponse> = {
     }
     if (message.reason !== "") {
       writer.uint32(34).string(message.reason);
+    }
+    if (message.overloaded !== "") {
+      writer.uint32(42).string(message.overloaded);
     }
     return writer;
   },
@@ -351,6 +378,14 @@ export const HealthResponse: MessageFns<HealthResponse> = {
             message.reason = reader.string();
             continue;
           }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.overloaded = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -372,6 +407,7 @@ export const HealthResponse: MessageFns<HealthResponse> = {
     message.version = object.version ?? "";
     message.uptime = object.uptime ?? "";
     message.reason = object.reason ?? "";
+    message.overloaded = object.overloaded ?? "";
     return message;
   },
 };
@@ -753,7 +789,7 @@ export const OutputConfig: MessageFns<OutputConfig> = {
 };
 
 function createBaseCreatePipelineRequest(): CreatePipelineRequest {
-  return { name: "", input: undefined, processing: [], output: undefined };
+  return { name: "", input: undefined, processing: [], output: undefined, priority: undefined };
 }
 
 export const CreatePipelineRequest: MessageFns<CreatePipelineRequest> = {
@@ -769,6 +805,9 @@ export const CreatePipelineRequest: MessageFns<CreatePipelineRequest> = {
     }
     if (message.output !== undefined) {
       OutputConfig.encode(message.output, writer.uint32(34).fork()).join();
+    }
+    if (message.priority !== undefined) {
+      writer.uint32(42).string(message.priority);
     }
     return writer;
   },
@@ -818,6 +857,14 @@ export const CreatePipelineRequest: MessageFns<CreatePipelineRequest> = {
             message.output = OutputConfig.decode(reader, reader.uint32());
             continue;
           }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.priority = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -843,6 +890,7 @@ export const CreatePipelineRequest: MessageFns<CreatePipelineRequest> = {
     message.output = (object.output !== undefined && object.output !== null)
       ? OutputConfig.fromPartial(object.output)
       : undefined;
+    message.priority = object.priority ?? undefined;
     return message;
   },
 };
@@ -864,6 +912,9 @@ function createBasePipeline(): Pipeline {
     exit_signal: undefined,
     state_since: "",
     next_retry_at: undefined,
+    priority: "",
+    realtime_ratio: undefined,
+    behind: false,
   };
 }
 
@@ -913,6 +964,15 @@ export const Pipeline: MessageFns<Pipeline> = {
     }
     if (message.next_retry_at !== undefined) {
       writer.uint32(122).string(message.next_retry_at);
+    }
+    if (message.priority !== "") {
+      writer.uint32(130).string(message.priority);
+    }
+    if (message.realtime_ratio !== undefined) {
+      writer.uint32(137).double(message.realtime_ratio);
+    }
+    if (message.behind !== false) {
+      writer.uint32(144).bool(message.behind);
     }
     return writer;
   },
@@ -1050,6 +1110,30 @@ export const Pipeline: MessageFns<Pipeline> = {
             message.next_retry_at = reader.string();
             continue;
           }
+          case 16: {
+            if (tag !== 130) {
+              break;
+            }
+
+            message.priority = reader.string();
+            continue;
+          }
+          case 17: {
+            if (tag !== 137) {
+              break;
+            }
+
+            message.realtime_ratio = reader.double();
+            continue;
+          }
+          case 18: {
+            if (tag !== 144) {
+              break;
+            }
+
+            message.behind = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1086,6 +1170,9 @@ export const Pipeline: MessageFns<Pipeline> = {
     message.exit_signal = object.exit_signal ?? undefined;
     message.state_since = object.state_since ?? "";
     message.next_retry_at = object.next_retry_at ?? undefined;
+    message.priority = object.priority ?? "";
+    message.realtime_ratio = object.realtime_ratio ?? undefined;
+    message.behind = object.behind ?? false;
     return message;
   },
 };

@@ -1,0 +1,148 @@
+/**
+ * The capacity model, pure: what a pipeline costs by the shape of its graph, how much room the
+ * host has, whether one more pipeline fits, and how a child's niceness follows its priority.
+ * CPU is in percent of one core throughout (100 = one core busy). docs/capacity.md.
+ */
+import type { Priority, ProcessingStep } from '../spec/schema.js';
+
+/**
+ * The graph's shape as far as CPU goes: the ordered step plugins, an eq with its band count
+ * (`loudness-normalize>eq:3`); `-` for a graph without steps. Input and output are the same for
+ * every pipeline (SRT in, decode, resample, RTP L24 out).
+ */
+export function graphShape(processing: readonly ProcessingStep[]): string {
+  if (processing.length === 0) return '-';
+  return processing.map((step) => (step.plugin === 'eq' ? `eq:${step.bands.length}` : step.plugin)).join('>');
+}
+
+/**
+ * The built-in estimate, used until a pipeline of the shape has been measured while receiving.
+ * Calibrated with `npm run bench -- --only scale --admission` (docs/capacity.md) on a 2-core
+ * x86-64 VM: SRT + AAC decode + resample + RTP L24 out with rtp_packets_per_send 4, then each step.
+ * Deliberately on the high side: an over-estimate refuses a little early, an under-estimate lets
+ * one pipeline too many in.
+ */
+export const BUILTIN_COST = {
+  /** srtsrc ! tsdemux ! decodebin ! audioconvert ! audioresample ! ... ! rtpL24pay ! rtpbatch ! udpsink */
+  basePct: 3.6,
+  loudnessPct: 0.8,
+  eqBandPct: 0.1,
+} as const;
+
+export function builtinCost(processing: readonly ProcessingStep[]): number {
+  let cost = BUILTIN_COST.basePct;
+  for (const step of processing) {
+    cost += step.plugin === 'eq' ? BUILTIN_COST.eqBandPct * step.bands.length : BUILTIN_COST.loudnessPct;
+  }
+  return cost;
+}
+
+export interface ShapeCost {
+  shape: string;
+  costPct: number;
+  /** `measured`: learned from pipelines of this shape while receiving; `built-in`: the estimate. */
+  source: 'measured' | 'built-in';
+  /** Windows the measured cost is learned from (0 for the built-in estimate). */
+  windows: number;
+}
+
+/** Weight of a new window in the learned cost (exponential moving average). */
+const LEARN_WEIGHT = 0.3;
+
+/** Per-shape costs learned from measured windows; the built-in estimate for the others. */
+export class CostBook {
+  private readonly learned = new Map<string, { costPct: number; windows: number }>();
+
+  /** One measured window of a pipeline of this shape: receiving, real time, host not overloaded. */
+  learn(shape: string, cpuPct: number): void {
+    if (!Number.isFinite(cpuPct) || cpuPct <= 0) return;
+    const known = this.learned.get(shape);
+    this.learned.set(shape, known === undefined
+      ? { costPct: cpuPct, windows: 1 }
+      : { costPct: known.costPct + LEARN_WEIGHT * (cpuPct - known.costPct), windows: known.windows + 1 });
+  }
+
+  cost(processing: readonly ProcessingStep[]): ShapeCost {
+    const shape = graphShape(processing);
+    const known = this.learned.get(shape);
+    return known === undefined
+      ? { shape, costPct: builtinCost(processing), source: 'built-in', windows: 0 }
+      : { shape, costPct: known.costPct, source: 'measured', windows: known.windows };
+  }
+
+  /** Every learned shape, for the health report and the docs. */
+  measured(): ShapeCost[] {
+    return [...this.learned].map(([shape, v]) => ({ shape, costPct: v.costPct, source: 'measured' as const, windows: v.windows }));
+  }
+}
+
+/** What the host looks like over the last measuring window. */
+export interface HostLoad {
+  /** The host's CPU capacity (cores × 100). */
+  capacityPct: number;
+  /** Kept free: engine.cpu_reserve_percent of the capacity. */
+  reservePct: number;
+  /** CPU used by everything but the engine's children (the engine itself included); 0 when unmeasured. */
+  othersPct: number;
+  /** Every admitted pipeline and station at its full cost, whether or not audio flows. */
+  committedPct: number;
+  /** CPU the engine's children used over the window. */
+  childrenPct: number;
+  /** Whether /proc/stat could be read (othersPct is 0 when not). */
+  measured: boolean;
+}
+
+/** Room left for new pipelines: capacity less reserve, other programs and every admitted pipeline. */
+export function headroomPct(load: HostLoad): number {
+  return load.capacityPct - load.reservePct - load.othersPct - load.committedPct;
+}
+
+/** The host cannot carry what it has admitted within its reserve. */
+export function isOverloaded(load: HostLoad): boolean {
+  return headroomPct(load) < 0;
+}
+
+export interface AdmissionDecision {
+  admit: boolean;
+  headroomPct: number;
+  cost: ShapeCost;
+  /** Why not, naming the figures (empty when admitted). */
+  reason: string;
+}
+
+const pct = (x: number): string => `${x.toFixed(1)} %`;
+
+export function describeLoad(load: HostLoad): string {
+  return `capacity ${pct(load.capacityPct)}, reserve ${pct(load.reservePct)}, ` +
+    `other programs ${load.measured ? pct(load.othersPct) : 'not measured'}, admitted pipelines ${pct(load.committedPct)}`;
+}
+
+/** Whether a pipeline of this cost fits in the host's headroom (percent of one core). */
+export function decide(load: HostLoad, cost: ShapeCost): AdmissionDecision {
+  const room = headroomPct(load);
+  if (cost.costPct <= room) return { admit: true, headroomPct: room, cost, reason: '' };
+  return {
+    admit: false,
+    headroomPct: room,
+    cost,
+    reason: `the host has ${pct(Math.max(0, room))} of a core of CPU headroom and a pipeline of shape ${cost.shape} ` +
+      `is estimated at ${pct(cost.costPct)} (${cost.source === 'measured' ? `measured over ${cost.windows} window(s)` : 'built-in estimate'}); ` +
+      `${describeLoad(load)}`,
+  };
+}
+
+/**
+ * Niceness added to a child: `high` runs at the engine's own, `normal` at `normalNice` more. An
+ * unprivileged process can only raise niceness, so the order is made by lowering the normal ones.
+ */
+export function niceIncrement(priority: Priority, normalNice: number): number {
+  return priority === 'high' ? 0 : normalNice;
+}
+
+/** Output packets per second of host time / 1000 (1 ms packets): 1 is real time. */
+export function realTimeRatio(packets: number, seconds: number): number | undefined {
+  return seconds > 0 ? packets / seconds / 1000 : undefined;
+}
+
+/** A receiving pipeline below this real-time ratio is behind. */
+export const BEHIND_RATIO = 0.98;

@@ -1,0 +1,73 @@
+import t from 'tap';
+import { BUILTIN_COST, CostBook, decide, graphShape, headroomPct, isOverloaded, niceIncrement, realTimeRatio, type HostLoad } from '../../src/capacity/model.js';
+import { parseHostTimes, parseProcessCpu } from '../../src/capacity/proc-stat.js';
+import type { ProcessingStep } from '../../src/spec/schema.js';
+
+const loud: ProcessingStep = { plugin: 'loudness-normalize', target: -23, true_peak: -1 };
+const eq3: ProcessingStep = { plugin: 'eq', bands: [100, 1000, 8000].map((freq) => ({ freq, gain: 1, q: 1 })) };
+
+const load = (over: Partial<HostLoad> = {}): HostLoad => ({
+  capacityPct: 200, reservePct: 30, othersPct: 20, committedPct: 100, childrenPct: 90, measured: true, ...over,
+});
+
+void t.test('graph shape: ordered plugins, eq with its band count', async (t) => {
+  t.equal(graphShape([]), '-');
+  t.equal(graphShape([loud, eq3]), 'loudness-normalize>eq:3');
+  t.equal(graphShape([eq3, loud]), 'eq:3>loudness-normalize', 'order matters');
+});
+
+void t.test('the built-in estimate until a shape is measured, then the learned cost', async (t) => {
+  const book = new CostBook();
+  const first = book.cost([loud, eq3]);
+  t.equal(first.source, 'built-in');
+  t.equal(first.costPct, BUILTIN_COST.basePct + BUILTIN_COST.loudnessPct + 3 * BUILTIN_COST.eqBandPct);
+  book.learn('loudness-normalize>eq:3', 3.0);
+  t.same(book.cost([loud, eq3]), { shape: 'loudness-normalize>eq:3', costPct: 3.0, source: 'measured', windows: 1 });
+  book.learn('loudness-normalize>eq:3', 4.0);
+  t.equal(book.cost([loud, eq3]).costPct, 3.3, 'moving average (0.3 of each new window)');
+  t.equal(book.cost([loud]).source, 'built-in', 'another shape keeps its estimate');
+  book.learn('-', Number.NaN);
+  book.learn('-', 0);
+  t.equal(book.cost([]).source, 'built-in', 'no learning from empty windows');
+});
+
+void t.test('admission: fits in the headroom or is refused with the figures', async (t) => {
+  t.equal(headroomPct(load()), 50);
+  const book = new CostBook();
+  const ok = decide(load(), book.cost([loud, eq3]));
+  t.ok(ok.admit);
+  t.equal(ok.reason, '');
+  const no = decide(load({ othersPct: 68 }), book.cost([loud, eq3]));
+  t.notOk(no.admit);
+  t.equal(no.headroomPct, 2);
+  t.match(no.reason, /the host has 2\.0 % of a core of CPU headroom and a pipeline of shape loudness-normalize>eq:3 is estimated at 4\.7 % \(built-in estimate\)/);
+  t.match(no.reason, /capacity 200\.0 %, reserve 30\.0 %, other programs 68\.0 %, admitted pipelines 100\.0 %/);
+  t.notOk(decide(load({ capacityPct: 1, reservePct: 0.15, othersPct: 0, committedPct: 0 }), book.cost([])).admit, 'a tiny capacity refuses everything');
+});
+
+void t.test('overloaded: the admitted pipelines do not fit within the reserve', async (t) => {
+  t.notOk(isOverloaded(load()));
+  t.ok(isOverloaded(load({ othersPct: 71 })));
+});
+
+void t.test('priority: high at the engine niceness, normal above it', async (t) => {
+  t.equal(niceIncrement('high', 10), 0);
+  t.equal(niceIncrement('normal', 10), 10);
+  t.equal(niceIncrement('normal', 0), 0);
+});
+
+void t.test('real-time ratio: packets per second / 1000', async (t) => {
+  t.equal(realTimeRatio(5000, 5), 1);
+  t.equal(realTimeRatio(4000, 5), 0.8);
+  t.equal(realTimeRatio(1, 0), undefined);
+});
+
+void t.test('/proc parsers', async (t) => {
+  // The first line of /proc/stat on the 2-core test VM (Debian 12), 2026-11-23.
+  const stat = 'cpu  80702 0 27051 47950 709 0 548 840 0 0\ncpu0 40000 0 13000 24000 300 0 270 420 0 0\n';
+  t.same(parseHostTimes(stat), { totalS: (80702 + 0 + 27051 + 47950 + 709 + 0 + 548 + 840) / 100, idleS: (47950 + 709) / 100, cpus: 1 });
+  t.equal(parseHostTimes('intr 1 2 3\n'), undefined);
+  const pid = '4242 (gst-launch-1.0) S 1 4242 4242 0 -1 4194560 3000 0 0 0 250 31 0 0 20 0 9 0 12345 900000000 5000 18446744073709551615';
+  t.equal(parseProcessCpu(pid), 2.81);
+  t.equal(parseProcessCpu('1 (a (b) c) S 1 1 1 0 -1 0 0 0 0 0 7 3 0 0'), 0.1, 'a name with spaces and parentheses');
+});
