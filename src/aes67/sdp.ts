@@ -18,6 +18,7 @@
  *   a=mediaclk:direct=0
  */
 import { createHash } from 'node:crypto';
+import { isIPv6 } from 'node:net';
 
 export const SAMPLE_RATE = 48_000;
 
@@ -115,10 +116,12 @@ function refclkValue(refclk: RefClock): string {
 
 /** Every line but v= and o=: what decides whether the description changed. */
 export function sdpBody(stream: Omit<SdpStream, 'sessionId' | 'version' | 'origin'>): string[] {
-  const connection = stream.ttl === undefined ? stream.destination : `${stream.destination}/${stream.ttl}`;
+  // IPv4 multicast carries its TTL; unicast and IPv6 (RFC 8866 section 5.7) do not.
+  const v6 = isIPv6(stream.destination);
+  const connection = stream.ttl === undefined || v6 ? stream.destination : `${stream.destination}/${stream.ttl}`;
   return [
     `s=${sanitiseName(stream.name)}`,
-    `c=IN IP4 ${connection}`,
+    `c=IN ${v6 ? 'IP6' : 'IP4'} ${connection}`,
     't=0 0',
     `m=audio ${stream.port} RTP/AVP ${stream.payloadType}`,
     `i=${stream.channels} channels: ${channelNames(stream.channels)}`,

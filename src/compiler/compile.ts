@@ -25,7 +25,8 @@
  * and out. Element names are fixed: the statistics parser and pipelinestats rely on them.
  */
 import type { PipelineSpec, ProcessingStep } from '../spec/schema.js';
-import { CAPS, element } from './elements.js';
+import { PTIME_SAMPLES } from '../aes67/sdp.js';
+import { CAPS, element, processingCaps } from './elements.js';
 
 /** Internal input: the child reads the encoded stream from its stdin (fd 0). */
 export interface StdinInput {
@@ -103,6 +104,30 @@ export function compileInput(input: CompilableSpec['input']): string[][] {
   }
 }
 
+/**
+ * ns of one packet: the packet's samples at 48 kHz, rounded up (rtpbasepayload takes the whole
+ * samples that fit in min-ptime: 333333 ns would give 15 samples, 333334 gives 16; measured).
+ */
+export function ptimeNs(ptime: PipelineSpec['output']['ptime']): number {
+  return Math.ceil((PTIME_SAMPLES[ptime] * 1_000_000_000) / 48_000);
+}
+
+/** rtpL24pay or rtpL16pay with the output's payload type and packet time. */
+export function payloader(output: PipelineSpec['output']): string[] {
+  const ns = ptimeNs(output.ptime);
+  const properties = { name: 'pay', pt: output.payload_type, 'min-ptime': ns, 'max-ptime': ns };
+  switch (output.encoding) {
+    case 'L24':
+      return element('rtpL24pay', properties);
+    case 'L16':
+      return element('rtpL16pay', properties);
+    default: {
+      const unknown: never = output.encoding;
+      throw new Error(`no payloader for encoding ${JSON.stringify(unknown)}`);
+    }
+  }
+}
+
 export function compilePipeline(spec: CompilableSpec, options: CompileOptions): string[] {
   const link = '!';
   const interval = options.statsIntervalMs * MS;
@@ -110,12 +135,12 @@ export function compilePipeline(spec: CompilableSpec, options: CompileOptions): 
     ...compileInput(spec.input),
     element('audioconvert', { name: 'inconvert' }),
     element('audioresample', { name: 'resample' }),
-    [CAPS.processingFormat],
+    [processingCaps(spec.output.channels)],
     element('queue', { name: 'buffer', 'max-size-time': 1000 * MS, 'max-size-buffers': 0, 'max-size-bytes': 0 }),
     element('level', { name: 'level', interval, 'post-messages': true }),
     ...spec.processing.map((step, index) => compileStep(step, index, options)),
     element('audioconvert', { name: 'outconvert' }),
-    element('rtpL24pay', { name: 'pay', pt: 96, 'min-ptime': 1 * MS, 'max-ptime': 1 * MS }),
+    payloader(spec.output),
     ...(options.packetsPerSend > 1 ? [element('rtpbatch', { name: 'batch', packets: options.packetsPerSend })] : []),
     element('udpsink', {
       name: 'out',
@@ -124,6 +149,7 @@ export function compilePipeline(spec: CompilableSpec, options: CompileOptions): 
       'ttl-mc': spec.output.ttl,
       'multicast-iface': spec.output.interface,
       'auto-multicast': true,
+      'qos-dscp': spec.output.dscp,
       sync: true,
       // A live SRT graph must not wait for preroll. A stdin graph prerolls anyway (decodebin waits
       // for data); with async=false its EOS (the source left) was lost in about 1 run of 3 and the

@@ -7,6 +7,7 @@ import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import type { TSchema, Static } from '@sinclair/typebox';
 import { ValidationError } from '../errors.js';
 import { isValidHost } from './host.js';
+import { checkRtpOutput, outputWarnings } from './rtp-output.js';
 import { PipelineSpec, PLUGINS } from './schema.js';
 
 export function createAjv(): Ajv {
@@ -36,7 +37,7 @@ export interface PathStyle {
 export const REST_BODY: PathStyle = { root: 'body', separator: '/' };
 export const DOTTED: PathStyle = { root: '', separator: '.' };
 
-function joinPath(style: PathStyle, parts: readonly (string | number)[]): string {
+export function joinPath(style: PathStyle, parts: readonly (string | number)[]): string {
   const all = style.root === '' ? parts : [style.root, ...parts];
   return all.length === 0 ? '(root)' : all.join(style.separator);
 }
@@ -138,7 +139,14 @@ const pipelineSpec = compileValidator(PipelineSpec);
 
 /** The one entry point for a create request, REST or gRPC. */
 export function parsePipelineSpec(input: unknown, style: PathStyle = REST_BODY): PipelineSpec {
-  return pipelineSpec.parse(input, style);
+  const spec = pipelineSpec.parse(input, style);
+  checkRtpOutput(spec.output, (name) => joinPath(style, ['output', name]));
+  return spec;
+}
+
+/** Advice about a valid spec (REST and gRPC return it as `warnings`); empty when there is none. */
+export function specWarnings(spec: PipelineSpec, style: PathStyle = REST_BODY): string[] {
+  return outputWarnings(spec.output, (name) => joinPath(style, ['output', name]));
 }
 
 export type { PipelineSpec };
