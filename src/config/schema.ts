@@ -55,7 +55,7 @@ export const Aes67Config = Type.Object(
     /** Base interval of the announcements, ms (each one jittered to 2/3-4/3 of it, RFC 2974). */
     sap_interval_ms: Type.Integer({ minimum: 1000, maximum: 300_000, default: 30_000 }),
     /** ptp4l's management socket (its uds_address), asked with `pmc -u -b 0 -s`. */
-    ptp_socket: Type.String({ pattern: '^/[A-Za-z0-9_./-]{1,200}$', default: '/var/run/ptp4l' }),
+    ptp_socket: Type.String({ pattern: '^/[A-Za-z0-9_./-]{1,106}$', default: '/var/run/ptp4l' }), // a socket path has at most 107 bytes
     /** ptp4l's domainNumber: pmc asks in this domain (ptp4l ignores other domains). */
     ptp_domain: Type.Integer({ minimum: 0, maximum: 127, default: 0 }),
     /** How often ptp4l is asked, ms. */

@@ -14,6 +14,8 @@ export interface SenderOptions {
   codec?: 'aac' | 'mp2' | 's302m';
   /** Also a small MPEG-2 video stream, written before the audio in the transport stream. */
   video?: boolean;
+  /** Send from inside this network namespace (to its 127.0.0.1). */
+  netns?: string;
 }
 
 export interface Sender {
@@ -43,7 +45,8 @@ export function sendSine(options: SenderOptions): Sender {
     ...codecArgs,
     '-f', 'mpegts', `srt://127.0.0.1:${options.port}?mode=caller&latency=300000&connect_timeout=3000`,
   ];
-  const child = spawn('ffmpeg', args, { stdio: ['ignore', 'ignore', 'pipe'] });
+  const [command, ...rest] = options.netns === undefined ? ['ffmpeg', ...args] : ['ip', 'netns', 'exec', options.netns, 'ffmpeg', ...args];
+  const child = spawn(command ?? 'ffmpeg', rest, { stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
   child.stderr?.on('data', (chunk: Buffer) => {
     stderr += chunk.toString();
