@@ -13,11 +13,14 @@ export function registerPtpMetrics(registry: Registry, ptp: { readonly status: P
   });
   new Gauge({
     name: 'audio_engine_ptp_offset_seconds',
-    help: "Offset of the host's PTP clock from its master (ptp4l master_offset), seconds; absent while unknown.",
+    help: "Offset of the host's PTP clock from its master (ptp4l master_offset), seconds, by PTP domain; absent while unknown.",
+    // A label so that the series can be absent (prom-client keeps a 0 for an unlabelled gauge).
+    labelNames: ['domain'],
     registers: [registry],
     collect() {
       this.reset();
-      if (ptp.status.offset_seconds !== null) this.set(ptp.status.offset_seconds);
+      const s = ptp.status;
+      if (s.offset_seconds !== null) this.set({ domain: String(s.domain ?? '') }, s.offset_seconds);
     },
   });
   new Gauge({

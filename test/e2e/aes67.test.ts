@@ -115,10 +115,10 @@ void t.test('a SAP-only receiver finds, trusts and plays the stream; PTP, deleti
   const metricsLocked = api<string>('GET', '/api/v1/metrics').text;
   t.match(metricsLocked, /^audio_engine_ptp_locked 1$/m);
   t.match(metricsLocked, new RegExp(`^audio_engine_ptp_info\\{grandmaster_id="${grandmaster}",domain="3",state="locked"\\} 1$`, 'm'));
-  t.match(metricsLocked, /^audio_engine_ptp_offset_seconds 0$/m);
+  t.match(metricsLocked, /^audio_engine_ptp_offset_seconds\{domain="3"\} 0$/m);
 
   // The receiver starts listening for SAP before anything is announced.
-  const listener = spawnIn(b.ns, process.execPath, [path.join(HELPERS, 'sap-listener.mjs'), b.address, '120']);
+  const listener = spawnIn(b.ns, process.execPath, ['--import', 'tsx', path.join(HELPERS, 'sap-listener.ts'), b.address, '120']);
   t.teardown(() => void listener.kill('SIGKILL'));
   const sap = collectLines(listener);
   await sap.ready;
