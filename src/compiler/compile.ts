@@ -3,10 +3,13 @@
  * `gst-launch-1.0`. It is the only place that writes a pipeline description, and it writes
  * only validated numbers, enum values and addresses, each property its own argv token.
  *
- *   srtsrc (listener) ! typefind ! tsdemux ! <audio caps> ! decodebin ! audioconvert ! audioresample ! F32 48 kHz stereo
- *     ! queue ! level ! <processing steps in order> ! audioconvert ! rtpL24pay (1 ms)
- *     [! rtpbatch (packets per send > 1)] ! udpsink
+ *   srtsrc (listener) ! typefind ! tsdemux ! <audio caps> ! decodebin ! audioconvert ! audioresample ! F32 48 kHz, the output's channels
+ *     ! queue ! level ! <processing steps in order> ! audioconvert ! rtpL24pay | rtpL16pay (ptime)
+ *     [! rtpbatch (packets per send > 1)] ! udpsink (qos-dscp)
  *   pipelinestats (unlinked: reads the counters of src, buffer, pay and out every interval)
+ *
+ * The processing caps carry the output's channel count (1-8); the output options (encoding,
+ * ptime, payload type, DSCP) are described in docs/aes67.md.
  *
  * SRT carries MPEG-TS. tsdemux is written out rather than left to decodebin: decodebin would put a
  * multiqueue (one more thread, woken for every frame) behind its demuxer, and would decode every
@@ -26,7 +29,7 @@
  */
 import type { PipelineSpec, ProcessingStep } from '../spec/schema.js';
 import { PTIME_SAMPLES } from '../aes67/sdp.js';
-import { CAPS, element, processingCaps } from './elements.js';
+import { CAPS, element, processingCaps, UnsafeValueError } from './elements.js';
 
 /** Internal input: the child reads the encoded stream from its stdin (fd 0). */
 export interface StdinInput {
@@ -112,6 +115,19 @@ export function ptimeNs(ptime: PipelineSpec['output']['ptime']): number {
   return Math.ceil((PTIME_SAMPLES[ptime] * 1_000_000_000) / 48_000);
 }
 
+/**
+ * rtpbatch for `packetsPerSend` (counted in 1 ms packets): the same wake-up period whatever the
+ * packet time, so packets = round(packetsPerSend / ptime) within 1-16. 4 at 1 ms: 4 packets per
+ * send; 4 at 0.25 ms: 16; 4 at 4 ms: 1 (no rtpbatch: each 4 ms packet on its own time).
+ */
+export function batcher(packetsPerSend: number, ptime: PipelineSpec['output']['ptime']): string[][] {
+  if (!Number.isSafeInteger(packetsPerSend) || packetsPerSend < 1 || packetsPerSend > 16) {
+    throw new UnsafeValueError('rtpbatch', 'packets', packetsPerSend);
+  }
+  const packets = Math.min(16, Math.max(1, Math.round(packetsPerSend / ptime)));
+  return packets > 1 ? [element('rtpbatch', { name: 'batch', packets })] : [];
+}
+
 /** rtpL24pay or rtpL16pay with the output's payload type and packet time. */
 export function payloader(output: PipelineSpec['output']): string[] {
   const ns = ptimeNs(output.ptime);
@@ -141,7 +157,7 @@ export function compilePipeline(spec: CompilableSpec, options: CompileOptions): 
     ...spec.processing.map((step, index) => compileStep(step, index, options)),
     element('audioconvert', { name: 'outconvert' }),
     payloader(spec.output),
-    ...(options.packetsPerSend > 1 ? [element('rtpbatch', { name: 'batch', packets: options.packetsPerSend })] : []),
+    ...batcher(options.packetsPerSend, spec.output.ptime),
     element('udpsink', {
       name: 'out',
       host: spec.output.host,

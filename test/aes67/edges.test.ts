@@ -3,12 +3,19 @@
  * outputs to 127.0.0.1, SAP off, no ptp4l on the configured socket. Multicast, SAP and PTP
  * themselves are tested inside network namespaces (test/e2e/aes67.test.ts).
  */
+import { spawn } from 'node:child_process';
+import path from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
 import { status, type ServiceError } from '@grpc/grpc-js';
 import t from 'tap';
 import type { PipelineSdp } from '../../src/gen/svc/v1/engine.js';
 import { api, startEngine } from '../helpers/engine-process.js';
 import { freeUdpPort } from '../helpers/ports.js';
+import { sendSine } from '../helpers/srt-sender.js';
 import { createRequest, grpcPortOf, TestClient } from '../grpc/client.js';
+
+const HELPERS = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../helpers');
 
 const CONFIG = ['[aes67]', 'sap = false', 'interface = "lo"', 'ptp_socket = "/tmp/no-ptp4l-here.sock"', 'ptp_poll_ms = 500'].join('\n');
 
@@ -106,6 +113,32 @@ void t.test('AES67 fields over REST and gRPC', async (t) => {
     const empty = await grpcFailure(new Promise((resolve, reject) => client.raw.getPipelineSdp({ id: '' }, client.metadata(), (e, r) => (e === null ? resolve(r) : reject(e)))));
     t.same(empty, { code: status.INVALID_ARGUMENT, details: 'id is required' });
     t.same((await api<{ sessions: unknown[] }>(engine, 'GET', '/api/v1/aes67/sessions')).body, { sessions: [] }, 'SAP off, unicast: nothing announced');
+    t.equal((await api(engine, 'DELETE', `/api/v1/pipelines/${created.body.id}`)).status, 204);
+  });
+
+  void t.test('mono L16, 0.25 ms, payload type 110, DSCP 46 on the wire (loopback receiver with IP_RECVTOS)', async (t) => {
+    const srtPort = await freeUdpPort();
+    const rtpPort = await freeUdpPort();
+    const receiver = spawn('python3', [path.join(HELPERS, 'tos-receiver.py'), '0.0.0.0', String(rtpPort), '127.0.0.1', '8000', '30', 'L16', '1'], { stdio: ['ignore', 'pipe', 'inherit'] });
+    t.teardown(() => void receiver.kill('SIGKILL'));
+    const lines: string[] = [];
+    const ready = new Promise<void>((resolve) => createInterface({ input: receiver.stdout }).on('line', (line) => (line === 'ready' ? resolve() : lines.push(line))));
+    const done = new Promise<void>((resolve) => receiver.once('exit', () => resolve()));
+    await ready;
+    const created = await api<{ id: string }>(engine, 'POST', '/api/v1/pipelines', body(srtPort, { port: rtpPort, channels: 1, encoding: 'L16', ptime: 0.25, payload_type: 110, dscp: 46 }));
+    t.equal(created.status, 201, created.text);
+    // A stereo sine, both channels alike at -9.03 dBFS RMS: mono is their mean, the same tone.
+    const sender = sendSine({ port: srtPort, amplitude: 0.5, seconds: 30 });
+    t.teardown(() => sender.stop());
+    await done;
+    sender.stop();
+    const report = JSON.parse(lines.at(-1) ?? '{}') as { packets: number; tos: number[]; payload_types: number[]; sizes: number[]; rms_dbfs: number[] };
+    t.equal(report.packets, 8000, '8000 packets: 2 s of 0.25 ms packets');
+    t.same(report.payload_types, [110]);
+    t.same(report.sizes, [12 + 2 * 1 * 12], 'RTP header + 12 mono 16-bit samples');
+    t.same(report.tos.map((v) => v >> 2), [46], 'DSCP 46 (EF) as asked');
+    t.equal(report.rms_dbfs.length, 1);
+    t.ok(Math.abs((report.rms_dbfs[0] ?? 0) - -9.03) < 1, `mono tone at ${report.rms_dbfs[0]} dBFS RMS (sent -9.03 in each channel)`);
     t.equal((await api(engine, 'DELETE', `/api/v1/pipelines/${created.body.id}`)).status, 204);
   });
 

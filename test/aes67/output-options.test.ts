@@ -74,3 +74,12 @@ void t.test('the caps filter refuses a channel count outside 1-8 (defence in dep
   t.throws(() => processingCaps(9), UnsafeValueError);
   t.throws(() => processingCaps(1.5), UnsafeValueError);
 });
+
+void t.test('rtpbatch keeps the wake-up period of packets_per_send (1 ms packets) at every ptime', async (t) => {
+  const packets = (ptime: number) => {
+    const argv = compilePipeline(parsePipelineSpec(withOutput({ ptime, channels: 1 })), { statsIntervalMs: 1000, packetsPerSend: 4 });
+    const at = argv.indexOf('rtpbatch');
+    return at < 0 ? 1 : Number(argv[at + 2]?.replace('packets=', ''));
+  };
+  t.same([0.125, 0.25, 0.333, 1, 4].map(packets), [16, 16, 12, 4, 1]);
+});
