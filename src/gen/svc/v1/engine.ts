@@ -137,7 +137,7 @@ export interface ProcessingStep {
 
 /** Where the audio goes. */
 export interface OutputConfig {
-  /** Transport: "rtp" (RTP L24, 48 kHz stereo). */
+  /** Transport: "rtp" (RTP L24 or L16 at 48 kHz; see encoding and channels). */
   type: string;
   /** Destination: IPv4/IPv6 literal (unicast or multicast) or DNS name. Required. */
   host: string;
