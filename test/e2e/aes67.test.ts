@@ -205,6 +205,16 @@ void t.test('a SAP-only receiver finds, trusts and plays the stream; PTP, deleti
     for (const channel of event.rmsDb) t.ok(Math.abs(channel - -9.03) < 1, `tone at ${channel.toFixed(2)} dBFS RMS (sent -9.03)`);
   }
 
+  // ffmpeg plays the same SDP too (its volumedetect mean is the RMS level over 2 s).
+  const ffmpeg = spawnIn(b.ns, 'ffmpeg', ['-hide_banner', '-nostdin', '-protocol_whitelist', 'file,udp,rtp', '-i', sdpFile, '-t', '2', '-af', 'volumedetect', '-f', 'null', '-']);
+  t.teardown(() => void ffmpeg.kill('SIGKILL'));
+  let ffmpegLog = '';
+  ffmpeg.stderr?.on('data', (chunk: Buffer) => (ffmpegLog += chunk.toString()));
+  t.equal(await exited(ffmpeg), 0, 'ffmpeg read the stream');
+  const mean = Number(/mean_volume: (-?[\d.]+) dB/.exec(ffmpegLog)?.[1]);
+  t.ok(Math.abs(mean - -9.03) < 1, `ffmpeg: tone at ${mean} dB mean volume (sent -9.03)`);
+  t.match(ffmpegLog, /Audio: pcm_s24be, 48000 Hz, stereo/);
+
   // DSCP of the RTP packets, read by a receiver in the other namespace (IP_RECVTOS).
   const tosReceiver = spawnIn(b.ns, 'python3', [path.join(HELPERS, 'tos-receiver.py'), '239.69.7.1', '5004', b.address, '200', '10']);
   t.teardown(() => void tosReceiver.kill('SIGKILL'));
