@@ -4,11 +4,12 @@
  */
 import { mkdir } from 'node:fs/promises';
 import { isIP } from 'node:net';
+import { tmpdir } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { findSenderInterface } from './aes67/host-interface.js';
-import { PtpMonitor } from './aes67/ptp-monitor.js';
+import { pmcLocalSocket, PtpMonitor } from './aes67/ptp-monitor.js';
 import { openSapSender } from './aes67/sap-socket.js';
 import { Aes67Sessions, type StreamSource } from './aes67/sessions.js';
 import { KeyRing } from './auth/keys.js';
@@ -84,7 +85,13 @@ const ANNOUNCED_STATES: ReadonlySet<string> = new Set(['starting', 'running', 'e
 
 /** PTP status and the AES67 sessions (SDP, SAP) of every pipeline and station output. */
 function createAes67(config: LoadedConfig, log: Logger, pipelines: PipelineRegistry, stations: Stations): { ptp: PtpMonitor; aes67: Aes67Sessions } {
-  const ptp = new PtpMonitor({ socket: config.aes67.ptp_socket, domain: config.aes67.ptp_domain, pollMs: config.aes67.ptp_poll_ms, log });
+  const ptp = new PtpMonitor({
+    socket: config.aes67.ptp_socket,
+    localSocket: pmcLocalSocket(config.stateDir, tmpdir(), process.pid),
+    domain: config.aes67.ptp_domain,
+    pollMs: config.aes67.ptp_poll_ms,
+    log,
+  });
   const streams = function* (): Iterable<StreamSource> {
     for (const { record, supervisor } of pipelines.entries()) {
       yield { id: record.id, name: record.spec.name, output: record.spec.output, live: ANNOUNCED_STATES.has(supervisor.snapshot().state) };

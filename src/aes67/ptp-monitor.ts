@@ -4,17 +4,29 @@
  * gets no answer), no pmc installed, or a pmc that hangs: the status is "unavailable" with the
  * reason, and polling goes on.
  */
+import path from 'node:path';
 import type { Logger } from 'pino';
 import { runCommand, type RunResult } from '../supervisor/child.js';
 import { NO_PTP, parsePmc, PMC_QUERY, ptpStatusOf, type PtpStatus } from './pmc.js';
 
 export interface PtpMonitorOptions {
   socket: string;
+  /**
+   * pmc's own socket (`-i`; pmc unlinks it before and after). Its default, /var/run/pmc.<pid>,
+   * is not writable for the engine under its systemd unit; see pmcLocalSocket.
+   */
+  localSocket: string;
   domain: number;
   pollMs: number;
   log: Logger;
   /** Runs pmc (tests and the engine: runCommand). */
   run?: (command: string, args: readonly string[], env: Readonly<Record<string, string>>, timeoutMs: number) => Promise<RunResult>;
+}
+
+/** A path for pmc's own socket: in the state folder when it fits a socket address (107 bytes), else in the temp folder. */
+export function pmcLocalSocket(stateDir: string, tmpDir: string, pid: number): string {
+  const inState = path.join(stateDir, 'pmc.sock');
+  return Buffer.byteLength(inState) <= 107 ? inState : path.join(tmpDir, `audio-engine-pmc.${pid}.sock`);
 }
 
 export class PtpMonitor {
@@ -69,7 +81,7 @@ export class PtpMonitor {
 
   private async ask(): Promise<PtpStatus> {
     const run = this.options.run ?? runCommand;
-    const args = ['-u', '-b', '0', '-d', String(this.options.domain), '-s', this.options.socket, ...PMC_QUERY];
+    const args = ['-u', '-b', '0', '-d', String(this.options.domain), '-s', this.options.socket, '-i', this.options.localSocket, ...PMC_QUERY];
     try {
       const result = await run('pmc', args, {}, Math.min(5000, this.options.pollMs));
       if (result.exitCode === undefined) {
