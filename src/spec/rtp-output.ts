@@ -9,7 +9,11 @@ import { ValidationError } from '../errors.js';
 import { isMulticast } from './host.js';
 import type { RtpOutput } from './schema.js';
 
-/** AES67-2018 section 7.2.1: a receiver must take packets of up to 1440 bytes of payload. */
+/**
+ * Most audio bytes one packet may carry: the AES67 limit as the engine applies it (a 1500-byte
+ * Ethernet MTU less IP, UDP and RTP headers leaves 1460; 1440 keeps a margin, and is the figure
+ * AES67 receivers are built for).
+ */
 export const MAX_PAYLOAD_BYTES = 1440;
 
 /** Throws naming `<prefix>ptime` when one packet would carry more than 1440 bytes of audio. */

@@ -154,6 +154,7 @@ void t.test('a SAP-only receiver finds, trusts and plays the stream; PTP, deleti
   const announced = await waitForSap('SAP announcement of the main pipeline', (m) => m.type === 'announce' && m.payload.includes('c=IN IP4 239.69.7.1/8'));
   t.equal(announced.origin, a.address, 'SAP origin: the configured interface');
   t.equal(announced.payloadType, 'application/sdp');
+  t.comment(`announced SDP:\n${announced.payload.replace(/\r\n$/, '').replace(/\r\n/g, '\n')}`);
   const sdp = parseSdp(announced.payload);
   t.equal(sdp.version, 0);
   t.equal(sdp.origin?.address, a.address);
