@@ -78,6 +78,7 @@ export class Aes67Sessions {
   private work: Promise<void> = Promise.resolve();
   private closed = false;
   private warnedNoInterface = false;
+  private lastError: string | undefined;
 
   constructor(private readonly deps: Aes67SessionsDeps) {}
 
@@ -134,9 +135,17 @@ export class Aes67Sessions {
     if (!this.deps.config.sap) return;
     const tick = (): void => {
       if (this.closed) return;
-      this.work = this.work.then(() => this.reconcile()).catch((error: unknown) => {
-        this.deps.log.warn({ event: 'sap-failed', err: error }, `SAP announcement failed: ${(error as Error).message}`);
-      });
+      this.work = this.work.catch(() => undefined).then(() => this.reconcile()).then(
+        () => {
+          this.lastError = undefined;
+        },
+        (error: unknown) => {
+          // Logged once per distinct failure, not every tick while the network is down.
+          const message = (error as Error).message;
+          if (message !== this.lastError) this.deps.log.warn({ event: 'sap-failed', err: error }, `SAP announcement failed: ${message}`);
+          this.lastError = message;
+        },
+      );
       this.timer = setTimeout(tick, this.deps.tickMs);
       this.timer.unref();
     };
@@ -146,7 +155,8 @@ export class Aes67Sessions {
   /** Runs one comparison now (after any in flight); used by tests and after a PTP change. */
   refresh(): Promise<void> {
     if (!this.deps.config.sap || this.closed) return this.work;
-    this.work = this.work.then(() => this.reconcile());
+    // A failure of an earlier run was reported by its own caller; this run starts afresh.
+    this.work = this.work.catch(() => undefined).then(() => this.reconcile());
     return this.work;
   }
 
