@@ -260,3 +260,47 @@ void t.test('a SAP-only receiver finds, trusts and plays the stream; PTP, deleti
   t.equal(code, 0);
   await waitForSap('deletion at shutdown', (m) => m.type === 'delete' && m.hash === relocked.hash, 5000);
 });
+
+void t.test('a grandmaster across the network: the host follower reports it, unlocked until its servo locks', { skip: canUseNetns() ? false : 'needs root and iproute2 (ip netns)' }, async (t) => {
+  const { a, b } = createNetnsPair(t, 'ae68');
+  const dir = mkdtempSync('/tmp/ae68-');
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const conf = (name: string, lines: string[]) => {
+    const file = path.join(dir, `${name}.conf`);
+    writeFileSync(file, ['[global]', ...lines, 'logAnnounceInterval 0', 'announceReceiptTimeout 2', ''].join('\n'));
+    return file;
+  };
+  // The grandmaster in the other namespace; the engine host's own ptp4l follows it. The follower
+  // runs free (free_running 1): with software time stamping it would otherwise steer this shared
+  // machine's CLOCK_REALTIME. So its servo never locks and its port stays UNCALIBRATED.
+  const gm = spawnIn(b.ns, 'ptp4l', ['-i', b.ifname, '-S', '-q', '-f', conf('gm', [`uds_address ${path.join(dir, 'gm.sock')}`, 'priority1 100'])], { stdio: 'ignore' });
+  t.teardown(() => void gm.kill('SIGKILL'));
+  const followerSocket = path.join(dir, 'follower.sock');
+  const follower = spawnIn(a.ns, 'ptp4l', ['-i', a.ifname, '-S', '-q', '-f', conf('follower', [`uds_address ${followerSocket}`, 'slaveOnly 1', 'free_running 1'])], { stdio: 'ignore' });
+  t.teardown(() => void follower.kill('SIGKILL'));
+
+  const engine = await startEngine(t, {
+    netns: a.ns,
+    extraToml: ['[aes67]', 'sap = false', `interface = "${a.ifname}"`, `ptp_socket = "${followerSocket}"`, 'ptp_poll_ms = 1000'].join('\n'),
+  });
+  const base = `http://127.0.0.1:${engine.restPort}`;
+  const grandmaster = clockIdentityOfMac(b.mac);
+  const health = await eventually(() => {
+    const h = nsApi<HealthBody & { ptp: { port_states: string[]; clock_id: string } }>(a.ns, 'GET', `${base}/health`).body;
+    return h.ptp.grandmaster_id === grandmaster && h.ptp.port_states.includes('UNCALIBRATED') ? h : undefined;
+  }, 30_000, 'the follower names the remote grandmaster');
+  t.equal(health.ptp.state, 'unlocked', 'UNCALIBRATED is not locked');
+  t.equal(health.ptp.clock_id, clockIdentityOfMac(a.mac), "the host's own clock is another");
+  t.equal(health.ptp.domain, 0);
+  t.type(health.ptp.offset_seconds, 'number', 'the follower measures an offset');
+  t.equal(health.status, 'healthy');
+  t.match(health.warnings, [/^ptp unlocked: ptp4l port state UNCALIBRATED/]);
+  const created = nsApi<{ id: string; sdp: string }>(a.ns, 'POST', `${base}/api/v1/pipelines`, {
+    name: 'Follower',
+    input: { type: 'srt', port: 9000 },
+    output: { type: 'rtp', host: '239.69.8.1', port: 5004 },
+  });
+  t.equal(created.status, 201, created.text);
+  t.match(created.body.sdp, new RegExp(`\\r\\na=ts-refclk:localmac=${a.mac.toUpperCase().replace(/:/g, '-')}\\r\\n`), 'not locked: the SDP does not claim the grandmaster');
+  t.match(nsApi<string>(a.ns, 'GET', `${base}/api/v1/metrics`).text, new RegExp(`^audio_engine_ptp_info\\{grandmaster_id="${grandmaster}",domain="0",state="unlocked"\\} 1$`, 'm'));
+});
