@@ -4,9 +4,14 @@
  */
 import { mkdir } from 'node:fs/promises';
 import { isIP } from 'node:net';
+import { tmpdir } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
+import { findSenderInterface } from './aes67/host-interface.js';
+import { pmcLocalSocket, PtpMonitor } from './aes67/ptp-monitor.js';
+import { openSapSender } from './aes67/sap-socket.js';
+import { Aes67Sessions, type StreamSource } from './aes67/sessions.js';
 import { KeyRing } from './auth/keys.js';
 import { createHostCapacity } from './capacity/create.js';
 import type { LoadedConfig } from './config/load.js';
@@ -15,6 +20,7 @@ import { checkGstreamer, gstEnvironment } from './gst/environment.js';
 import { buildGrpcServer, type GrpcEdge } from './grpc/server.js';
 import { EngineHealth } from './health.js';
 import { buildRestServer } from './http/server.js';
+import { registerPtpMetrics } from './metrics/ptp-metrics.js';
 import { createMetrics } from './metrics/registry.js';
 import { probeUdpPort } from './net/udp-port.js';
 import { PipelineStore } from './store/pipeline-store.js';
@@ -75,6 +81,41 @@ export function isLoopback(host: string): boolean {
   return host === 'localhost' || host === '::1' || (isIP(host) === 4 && host.startsWith('127.'));
 }
 
+/** The child states in which a pipeline's stream is announced (not stopping, stopped or failed). */
+const ANNOUNCED_STATES: ReadonlySet<string> = new Set(['starting', 'running', 'exited', 'backoff']);
+
+/** PTP status and the AES67 sessions (SDP, SAP) of every pipeline and station output. */
+function createAes67(config: LoadedConfig, log: Logger, pipelines: PipelineRegistry, stations: Stations): { ptp: PtpMonitor; aes67: Aes67Sessions } {
+  const ptp = new PtpMonitor({
+    socket: config.aes67.ptp_socket,
+    localSocket: pmcLocalSocket(config.stateDir, tmpdir(), process.pid),
+    domain: config.aes67.ptp_domain,
+    pollMs: config.aes67.ptp_poll_ms,
+    log,
+  });
+  const streams = function* (): Iterable<StreamSource> {
+    for (const { record, supervisor } of pipelines.entries()) {
+      yield { id: record.id, name: record.spec.name, output: record.spec.output, live: ANNOUNCED_STATES.has(supervisor.snapshot().state) };
+    }
+    for (const station of stations.list()) {
+      yield { id: `station:${station.id}`, name: station.name, output: station.output, live: station.enabled && ANNOUNCED_STATES.has(station.state) };
+    }
+  };
+  const aes67 = new Aes67Sessions({
+    config: config.aes67,
+    streams,
+    ptp: () => ptp.status,
+    findInterface: (name) => findSenderInterface(name),
+    openSender: openSapSender,
+    log: log.child({ component: 'aes67' }),
+    now: Date.now,
+    random: Math.random,
+    tickMs: 500,
+  });
+  ptp.onChange(() => void aes67.refresh().catch(() => undefined));
+  return { ptp, aes67 };
+}
+
 export async function createEngine(options: EngineOptions): Promise<Engine> {
   const { config, log } = options;
   const env = options.env ?? process.env;
@@ -128,7 +169,9 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
   });
   const health = new EngineHealth(VERSION, startedAt, () => checkGstreamer(gst), Date.now, () => capacity.overload());
   const metrics = createMetrics({ entries: () => [...pipelines.entries(), ...stations.entries()] }, VERSION, capacity);
-  const rest = await buildRestServer({ log, keys, health, pipelines, metrics });
+  const { ptp, aes67 } = createAes67(config, log, pipelines, stations);
+  registerPtpMetrics(metrics, ptp);
+  const rest = await buildRestServer({ log, keys, health, pipelines, metrics, aes67, ptp });
   const dashboard = await buildDashboardServer({ log, keys, health, stations });
   const grpc = buildGrpcServer({
     bind: config.server.bind,
@@ -136,6 +179,8 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
     keys,
     health,
     pipelines,
+    aes67,
+    ptp,
     metricsIntervalMs: config.engine.metrics_interval_ms,
   });
 
@@ -172,6 +217,8 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
         `audio-engine ${VERSION} ready in ${Date.now() - startedAt} ms: REST on ${config.server.bind}:${restPort}, gRPC on port ${grpcPort}, dashboard on port ${dashboardPort}`,
       );
       await Promise.all([check, capacity.measured()]);
+      await ptp.start();
+      aes67.start();
       const [restored, started] = await Promise.all([pipelines.restore(), stations.autostart()]);
       if (stations.size > 0) log.info({ event: 'stations-started', started, configured: stations.size }, `${started} of ${stations.size} station(s) started`);
       log.info({ event: 'restored', restored: restored.restored, damaged: restored.damaged }, `${restored.restored} stored pipeline(s) started`);
@@ -181,7 +228,8 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
     async close(): Promise<void> {
       await grpc.close(); // streams end first, then calls in flight (bounded), before any child stops
       await Promise.all([rest.close(), dashboard.close()]);
-      await Promise.all([pipelines.shutdown(), stations.shutdown()]);
+      await aes67.close(); // SAP deletions go out while the streams still play
+      await Promise.all([pipelines.shutdown(), stations.shutdown(), ptp.close()]);
       capacity.stop();
     },
   };

@@ -3,11 +3,14 @@
  * `gst-launch-1.0`. It is the only place that writes a pipeline description, and it writes
  * only validated numbers, enum values and addresses, each property its own argv token.
  *
- *   srtsrc (listener) ! typefind ! tsdemux ! <audio caps> ! decodebin ! audioconvert ! audioresample ! F32 48 kHz stereo
- *     ! queue ! level ! <processing steps in order> ! audioconvert ! rtpL24pay (1 ms)
- *     [! rtpbatch (packets per send > 1)] ! udpsink
+ *   srtsrc (listener) ! typefind ! tsdemux ! <audio caps> ! decodebin ! audioconvert ! audioresample ! F32 48 kHz, the output's channels
+ *     ! queue ! level ! <processing steps in order> ! audioconvert ! rtpL24pay | rtpL16pay (ptime)
+ *     [! rtpbatch (packets per send > 1)] ! udpsink (qos-dscp)
  *   pipelinestats (unlinked: reads the counters of src, buffer, pay and out every interval)
  *   srtaccess (unlinked, SRT input only: the passphrase from fd 3 onto src; refused callers)
+ *
+ * The processing caps carry the output's channel count (1-8); the output options (encoding,
+ * ptime, payload type, DSCP) are described in docs/aes67.md.
  *
  * SRT carries MPEG-TS. tsdemux is written out rather than left to decodebin: decodebin would put a
  * multiqueue (one more thread, woken for every frame) behind its demuxer, and would decode every
@@ -26,7 +29,8 @@
  * and out. Element names are fixed: the statistics parser and pipelinestats rely on them.
  */
 import { DEFAULT_PBKEYLEN, type PipelineSpec, type ProcessingStep } from '../spec/schema.js';
-import { CAPS, element } from './elements.js';
+import { PTIME_SAMPLES } from '../aes67/sdp.js';
+import { CAPS, element, processingCaps, UnsafeValueError } from './elements.js';
 
 /** Internal input: the child reads the encoded stream from its stdin (fd 0). */
 export interface StdinInput {
@@ -133,6 +137,43 @@ function compileAccess(input: CompilableSpec['input']): string[] {
   });
 }
 
+/**
+ * ns of one packet: the packet's samples at 48 kHz, rounded up (rtpbasepayload takes the whole
+ * samples that fit in min-ptime: 333333 ns would give 15 samples, 333334 gives 16; measured).
+ */
+export function ptimeNs(ptime: PipelineSpec['output']['ptime']): number {
+  return Math.ceil((PTIME_SAMPLES[ptime] * 1_000_000_000) / 48_000);
+}
+
+/**
+ * rtpbatch for `packetsPerSend` (counted in 1 ms packets): the same wake-up period whatever the
+ * packet time, so packets = round(packetsPerSend / ptime) within 1-16. 4 at 1 ms: 4 packets per
+ * send; 4 at 0.25 ms: 16; 4 at 4 ms: 1 (no rtpbatch: each 4 ms packet on its own time).
+ */
+export function batcher(packetsPerSend: number, ptime: PipelineSpec['output']['ptime']): string[][] {
+  if (!Number.isSafeInteger(packetsPerSend) || packetsPerSend < 1 || packetsPerSend > 16) {
+    throw new UnsafeValueError('rtpbatch', 'packets', packetsPerSend);
+  }
+  const packets = Math.min(16, Math.max(1, Math.round(packetsPerSend / ptime)));
+  return packets > 1 ? [element('rtpbatch', { name: 'batch', packets })] : [];
+}
+
+/** rtpL24pay or rtpL16pay with the output's payload type and packet time. */
+export function payloader(output: PipelineSpec['output']): string[] {
+  const ns = ptimeNs(output.ptime);
+  const properties = { name: 'pay', pt: output.payload_type, 'min-ptime': ns, 'max-ptime': ns };
+  switch (output.encoding) {
+    case 'L24':
+      return element('rtpL24pay', properties);
+    case 'L16':
+      return element('rtpL16pay', properties);
+    default: {
+      const unknown: never = output.encoding;
+      throw new Error(`no payloader for encoding ${JSON.stringify(unknown)}`);
+    }
+  }
+}
+
 export function compilePipeline(spec: CompilableSpec, options: CompileOptions): string[] {
   const link = '!';
   const interval = options.statsIntervalMs * MS;
@@ -140,13 +181,13 @@ export function compilePipeline(spec: CompilableSpec, options: CompileOptions): 
     ...compileInput(spec.input),
     element('audioconvert', { name: 'inconvert' }),
     element('audioresample', { name: 'resample' }),
-    [CAPS.processingFormat],
+    [processingCaps(spec.output.channels)],
     element('queue', { name: 'buffer', 'max-size-time': 1000 * MS, 'max-size-buffers': 0, 'max-size-bytes': 0 }),
     element('level', { name: 'level', interval, 'post-messages': true }),
     ...spec.processing.map((step, index) => compileStep(step, index, options)),
     element('audioconvert', { name: 'outconvert' }),
-    element('rtpL24pay', { name: 'pay', pt: 96, 'min-ptime': 1 * MS, 'max-ptime': 1 * MS }),
-    ...(options.packetsPerSend > 1 ? [element('rtpbatch', { name: 'batch', packets: options.packetsPerSend })] : []),
+    payloader(spec.output),
+    ...batcher(options.packetsPerSend, spec.output.ptime),
     element('udpsink', {
       name: 'out',
       host: spec.output.host,
@@ -154,6 +195,7 @@ export function compilePipeline(spec: CompilableSpec, options: CompileOptions): 
       'ttl-mc': spec.output.ttl,
       'multicast-iface': spec.output.interface,
       'auto-multicast': true,
+      'qos-dscp': spec.output.dscp,
       sync: true,
       // A live SRT graph must not wait for preroll. A stdin graph prerolls anyway (decodebin waits
       // for data); with async=false its EOS (the source left) was lost in about 1 run of 3 and the

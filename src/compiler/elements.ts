@@ -59,6 +59,7 @@ export const ELEMENTS = {
   loudnorm: { name, target: num(-70, -5), 'true-peak': num(-9, 0), interval: int(10_000_000, I64_NS) },
   parametriceq: { name, bands: { kind: 'eq-bands' } },
   rtpL24pay: { name, pt: int(96, 127), 'min-ptime': int(0, I64_NS), 'max-ptime': int(-1, I64_NS) },
+  rtpL16pay: { name, pt: int(96, 127), 'min-ptime': int(0, I64_NS), 'max-ptime': int(-1, I64_NS) },
   rtpbatch: { name, packets: int(2, 16) },
   udpsink: {
     name,
@@ -67,6 +68,7 @@ export const ELEMENTS = {
     'ttl-mc': int(0, 255),
     'multicast-iface': { kind: 'ifname' },
     'auto-multicast': bool,
+    'qos-dscp': int(-1, 63),
     sync: bool,
     async: bool,
   },
@@ -166,9 +168,18 @@ export function element<E extends ElementName>(factory: E, properties: Propertie
   return tokens;
 }
 
+/**
+ * The processing format: F32 48 kHz with the output's channel count (1-8, checked again here).
+ * audioconvert before it maps the input's channels by GStreamer's default matrix (docs/aes67.md).
+ */
+export function processingCaps(channels: number): string {
+  if (!Number.isSafeInteger(channels) || channels < 1 || channels > 8) throw new UnsafeValueError('capsfilter', 'channels', channels);
+  return `audio/x-raw,format=F32LE,layout=interleaved,rate=48000,channels=${channels}`;
+}
+
 /** Caps filters the compiler may write: fixed strings, no user values. */
 export const CAPS = {
-  processingFormat: 'audio/x-raw,format=F32LE,layout=interleaved,rate=48000,channels=2',
+  processingFormat: processingCaps(2),
   /**
    * Every audio format tsdemux (1.22) can put out: its audio pad template plus SMPTE 302M, which
    * comes out of a private pad. The filter makes gst-launch link the first audio stream of the

@@ -6,6 +6,7 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { parse as parseToml, TomlError } from 'smol-toml';
 import { ConfigError, ValidationError } from '../errors.js';
+import { checkRtpOutput } from '../spec/rtp-output.js';
 import { compileValidator, DOTTED } from '../spec/validate.js';
 import { isValidKeySpec } from '../auth/keys.js';
 import { Config } from './schema.js';
@@ -69,6 +70,12 @@ export function checkConfig(document: unknown, file: string): LoadedConfig {
     }
     if (station.harbor !== 'icecast' && station.password !== undefined) {
       throw new ConfigError(`${file}: stations.${i}.password is only used with harbor = "icecast"`);
+    }
+    try {
+      checkRtpOutput(station.output, (name) => `stations.${i}.output.${name}`);
+    } catch (error) {
+      if (error instanceof ValidationError) throw new ConfigError(`${file}: ${error.message}`);
+      throw error;
     }
   });
   const stateDir = path.resolve(path.dirname(file), config.engine.state_dir);

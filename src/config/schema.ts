@@ -52,6 +52,36 @@ export const EngineConfig = Type.Object(
   { ...strict, default: {} },
 );
 
+/** AES67 discovery and clock reporting (docs/aes67.md). */
+export const Aes67Config = Type.Object(
+  {
+    /** Announce every multicast output's SDP with SAP (RFC 2974) to 239.255.255.255:9875. */
+    sap: Type.Boolean({ default: true }),
+    /**
+     * Interface whose IPv4 address is the SDP's origin and SAP's source, and whose MAC is the
+     * localmac reference clock; "" = the first interface with an IPv4 address that is not loopback.
+     */
+    interface: Type.String({ pattern: '^([A-Za-z0-9_.-]{1,15})?$', default: '' }),
+    /** Multicast TTL of the SAP packets. */
+    sap_ttl: Type.Integer({ minimum: 1, maximum: 255, default: 16 }),
+    /** Base interval of the announcements, ms (each one jittered to 2/3-4/3 of it, RFC 2974). */
+    sap_interval_ms: Type.Integer({ minimum: 1000, maximum: 300_000, default: 30_000 }),
+    /** ptp4l's management socket (its uds_address), asked with `pmc -u -b 0 -s`. */
+    ptp_socket: Type.String({ pattern: '^/[A-Za-z0-9_./-]{1,106}$', default: '/var/run/ptp4l' }), // a socket path has at most 107 bytes
+    /** ptp4l's domainNumber: pmc asks in this domain (ptp4l ignores other domains). */
+    ptp_domain: Type.Integer({ minimum: 0, maximum: 127, default: 0 }),
+    /** How often ptp4l is asked, ms. */
+    ptp_poll_ms: Type.Integer({ minimum: 500, maximum: 60_000, default: 2000 }),
+    /**
+     * Reference clock the SDP names while PTP is not locked: false = `localmac=<MAC>` (RFC 7273:
+     * the sender's own clock), true = `ptp=IEEE1588-2008:traceable` (the host clock is traceable
+     * to PTP/TAI by other means, e.g. GPS).
+     */
+    ptp_traceable: Type.Boolean({ default: false }),
+  },
+  { ...strict, default: {} },
+);
+
 export const StationConfig = Type.Object(
   {
     id: Type.String({ pattern: '^[a-z0-9-]{1,32}$' }),
@@ -79,6 +109,7 @@ export const Config = Type.Object(
     server: ServerConfig,
     auth: AuthConfig,
     engine: EngineConfig,
+    aes67: Aes67Config,
     stations: Type.Array(StationConfig, { default: [], maxItems: 256 }),
   },
   strict,
@@ -86,3 +117,4 @@ export const Config = Type.Object(
 
 export type Config = Static<typeof Config>;
 export type StationConfig = Static<typeof StationConfig>;
+export type Aes67Config = Static<typeof Aes67Config>;

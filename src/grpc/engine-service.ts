@@ -6,6 +6,8 @@
  */
 import { Metadata, status, type sendUnaryData, type ServerErrorResponse, type ServerUnaryCall, type ServerWritableStream } from '@grpc/grpc-js';
 import type { Logger } from 'pino';
+import type { PtpMonitor } from '../aes67/ptp-monitor.js';
+import type { Aes67Sessions } from '../aes67/sessions.js';
 import type { KeyRing } from '../auth/keys.js';
 import { CapacityError, EngineError, ValidationError } from '../errors.js';
 import type {
@@ -13,13 +15,15 @@ import type {
   DeletePipelineRequest,
   Empty,
   EngineServiceServer,
+  GetPipelineSdpRequest,
   HealthResponse,
   MetricsEvent,
   Pipeline,
   PipelineList,
+  PipelineSdp,
 } from '../gen/svc/v1/engine.js';
 import type { EngineHealth } from '../health.js';
-import { DOTTED, parsePipelineSpec } from '../spec/validate.js';
+import { DOTTED, parsePipelineSpec, specWarnings } from '../spec/validate.js';
 import type { PipelineRegistry } from '../supervisor/registry.js';
 import { authorize } from './auth.js';
 import { createRequestToJson } from './from-proto.js';
@@ -27,8 +31,11 @@ import { MetricsHub } from './metrics-stream.js';
 import { healthToProto, pipelineToProto } from './to-proto.js';
 
 export interface EngineServiceDeps {
-  pipelines: Pick<PipelineRegistry, 'create' | 'list' | 'delete' | 'entries' | 'size'>;
+  pipelines: Pick<PipelineRegistry, 'create' | 'list' | 'get' | 'delete' | 'entries' | 'size'>;
   health: Pick<EngineHealth, 'report'>;
+  /** Each pipeline's SDP (aes67/sessions.ts). */
+  aes67: Pick<Aes67Sessions, 'sdp'>;
+  ptp: Pick<PtpMonitor, 'status'>;
   keys: KeyRing | undefined;
   log: Logger;
   metricsIntervalMs: number;
@@ -70,14 +77,20 @@ export class EngineGrpcService {
   /** The handlers, keyed as the generated service definition wants them. */
   handlers(): EngineServiceServer {
     return {
-      getHealth: this.unary('GetHealth', false, async (): Promise<HealthResponse> => healthToProto(await this.deps.health.report())),
+      getHealth: this.unary('GetHealth', false, async (): Promise<HealthResponse> => healthToProto(await this.deps.health.report(), this.deps.ptp.status)),
       createPipeline: this.unary('CreatePipeline', true, async (request: CreatePipelineRequest): Promise<Pipeline> => {
         const spec = parsePipelineSpec(createRequestToJson(request), DOTTED);
-        return pipelineToProto(await this.deps.pipelines.create(spec));
+        const view = await this.deps.pipelines.create(spec);
+        return pipelineToProto(view, this.deps.aes67.sdp(view), specWarnings(spec, DOTTED));
       }),
       listPipelines: this.unary('ListPipelines', true, async (): Promise<PipelineList> => ({
-        pipelines: this.deps.pipelines.list().map(pipelineToProto),
+        pipelines: this.deps.pipelines.list().map((view) => pipelineToProto(view, this.deps.aes67.sdp(view))),
       })),
+      getPipelineSdp: this.unary('GetPipelineSdp', true, async (request: GetPipelineSdpRequest): Promise<PipelineSdp> => {
+        if (request.id === '') throw new ValidationError('id is required', ['id']);
+        const view = this.deps.pipelines.get(request.id);
+        return { id: view.id, sdp: this.deps.aes67.sdp(view) };
+      }),
       deletePipeline: this.unary('DeletePipeline', true, async (request: DeletePipelineRequest): Promise<Empty> => {
         if (request.id === '') throw new ValidationError('id is required', ['id']);
         await this.deps.pipelines.delete(request.id);

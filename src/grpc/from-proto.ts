@@ -45,6 +45,11 @@ function output(message: OutputConfig): Json {
     port: message.port,
     ttl: message.ttl,
     interface: message.interface,
+    channels: message.channels,
+    encoding: message.encoding,
+    ptime: message.ptime,
+    payload_type: message.payload_type,
+    dscp: message.dscp,
   });
 }
 

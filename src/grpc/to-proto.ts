@@ -2,10 +2,31 @@
 import type { HealthReport } from '../health.js';
 import type { PipelineSpec } from '../spec/schema.js';
 import type { PipelineView } from '../supervisor/registry.js';
-import type { HealthResponse, Pipeline, ProcessingStep } from '../gen/svc/v1/engine.js';
+import { ptpWarnings } from '../aes67/ptp-health.js';
+import type { PtpStatus } from '../aes67/pmc.js';
+import type { HealthResponse, Pipeline, ProcessingStep, PtpStatus as PtpStatusMessage } from '../gen/svc/v1/engine.js';
 
-export function healthToProto(report: HealthReport): HealthResponse {
-  return { status: report.status, version: report.version, uptime: report.uptime, reason: report.reason ?? '', overloaded: report.overloaded?.message ?? '' };
+export function ptpToProto(status: PtpStatus): PtpStatusMessage {
+  return {
+    state: status.state,
+    grandmaster_id: opt(status.grandmaster_id),
+    domain: opt(status.domain),
+    offset_seconds: opt(status.offset_seconds),
+    port_states: status.port_states,
+    reason: status.reason,
+  };
+}
+
+export function healthToProto(report: HealthReport, ptp?: PtpStatus): HealthResponse {
+  return {
+    status: report.status,
+    version: report.version,
+    uptime: report.uptime,
+    reason: report.reason ?? '',
+    overloaded: report.overloaded?.message ?? '',
+    ptp: ptp === undefined ? undefined : ptpToProto(ptp),
+    warnings: [...(ptp === undefined ? [] : ptpWarnings(ptp)), ...(report.overloaded === undefined ? [] : [`overloaded: ${report.overloaded.message}`])],
+  };
 }
 
 function stepToProto(step: PipelineSpec['processing'][number]): ProcessingStep {
@@ -22,7 +43,8 @@ function opt<T>(value: T | null): T | undefined {
   return value === null ? undefined : value;
 }
 
-export function pipelineToProto(view: PipelineView): Pipeline {
+/** A pipeline with its SDP; `warnings` only in the answer to a create. */
+export function pipelineToProto(view: PipelineView, sdp: string, warnings: string[] = []): Pipeline {
   return {
     id: view.id,
     name: view.name,
@@ -42,6 +64,11 @@ export function pipelineToProto(view: PipelineView): Pipeline {
       port: view.output.port,
       ttl: view.output.ttl,
       interface: view.output.interface,
+      channels: view.output.channels,
+      encoding: view.output.encoding,
+      ptime: view.output.ptime,
+      payload_type: view.output.payload_type,
+      dscp: view.output.dscp,
     },
     state: view.state,
     pid: opt(view.pid),
@@ -54,5 +81,7 @@ export function pipelineToProto(view: PipelineView): Pipeline {
     priority: view.priority,
     realtime_ratio: opt(view.realtime_ratio),
     behind: view.behind,
+    sdp,
+    warnings,
   };
 }

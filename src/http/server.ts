@@ -3,11 +3,14 @@ import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } 
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
+import type { Aes67Sessions } from '../aes67/sessions.js';
+import type { PtpMonitor } from '../aes67/ptp-monitor.js';
 import type { KeyRing } from '../auth/keys.js';
 import type { EngineHealth } from '../health.js';
 import type { PipelineRegistry } from '../supervisor/registry.js';
 import { installAuth } from './auth.js';
 import { installErrorHandling } from './errors.js';
+import { aes67Routes } from './routes/aes67.js';
 import { healthRoutes } from './routes/health.js';
 import { metricsRoutes } from './routes/metrics.js';
 import { pipelineRoutes } from './routes/pipelines.js';
@@ -20,6 +23,8 @@ export interface RestDeps {
   health: EngineHealth;
   pipelines: PipelineRegistry;
   metrics: Registry;
+  aes67: Pick<Aes67Sessions, 'sdp' | 'list'>;
+  ptp: Pick<PtpMonitor, 'status'>;
 }
 
 /**
@@ -50,8 +55,9 @@ export function createHttpServer(log: Logger, component: string, keys: KeyRing |
 
 export async function buildRestServer(deps: RestDeps): Promise<FastifyInstance> {
   const app = createHttpServer(deps.log, 'rest', deps.keys).withTypeProvider<TypeBoxTypeProvider>();
-  await app.register(healthRoutes(deps.health));
-  await app.register(pipelineRoutes(deps.pipelines));
+  await app.register(healthRoutes(deps.health, deps.ptp));
+  await app.register(pipelineRoutes(deps.pipelines, (view) => ({ ...view, sdp: deps.aes67.sdp(view) })));
+  await app.register(aes67Routes(deps.pipelines, deps.aes67));
   await app.register(metricsRoutes(deps.metrics));
   return app;
 }

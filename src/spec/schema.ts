@@ -83,6 +83,13 @@ export const RtpOutput = Type.Object(
     interface: Type.Optional(
       Type.String({ pattern: '^[A-Za-z0-9_.-]{1,15}$', description: 'network interface for multicast' }),
     ),
+    // AES67 stream options (docs/aes67.md). The packet-size rule across channels, encoding and
+    // ptime is checked after the schema (spec/rtp-output.ts).
+    channels: Type.Integer({ minimum: 1, maximum: 8, default: 2, description: 'audio channels of the stream' }),
+    encoding: Type.Unsafe<'L24' | 'L16'>({ type: 'string', enum: ['L24', 'L16'], default: 'L24' }),
+    ptime: Type.Unsafe<0.125 | 0.25 | 0.333 | 1 | 4>({ type: 'number', enum: [0.125, 0.25, 0.333, 1, 4], default: 1, description: 'packet time, ms' }),
+    payload_type: Type.Integer({ minimum: 96, maximum: 127, default: 96, description: 'RTP payload type (dynamic)' }),
+    dscp: Type.Integer({ minimum: 0, maximum: 63, default: 34, description: 'DSCP of the RTP packets (34 = AF41)' }),
   },
   strict,
 );

@@ -7,6 +7,7 @@ import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import type { TSchema, Static } from '@sinclair/typebox';
 import { ValidationError } from '../errors.js';
 import { isValidHost } from './host.js';
+import { checkRtpOutput, outputWarnings } from './rtp-output.js';
 import { DEFAULT_PBKEYLEN, PipelineSpec, PLUGINS } from './schema.js';
 
 export function createAjv(): Ajv {
@@ -36,7 +37,7 @@ export interface PathStyle {
 export const REST_BODY: PathStyle = { root: 'body', separator: '/' };
 export const DOTTED: PathStyle = { root: '', separator: '.' };
 
-function joinPath(style: PathStyle, parts: readonly (string | number)[]): string {
+export function joinPath(style: PathStyle, parts: readonly (string | number)[]): string {
   const all = style.root === '' ? parts : [style.root, ...parts];
   return all.length === 0 ? '(root)' : all.join(style.separator);
 }
@@ -148,7 +149,13 @@ export function parsePipelineSpec(input: unknown, style: PathStyle = REST_BODY):
   const spec = pipelineSpec.parse(input, style);
   // A default that depends on another field, which JSON Schema defaults cannot say.
   if (spec.input.passphrase !== undefined) spec.input.pbkeylen ??= DEFAULT_PBKEYLEN;
+  checkRtpOutput(spec.output, (name) => joinPath(style, ['output', name]));
   return spec;
+}
+
+/** Advice about a valid spec (REST and gRPC return it as `warnings`); empty when there is none. */
+export function specWarnings(spec: PipelineSpec, style: PathStyle = REST_BODY): string[] {
+  return outputWarnings(spec.output, (name) => joinPath(style, ['output', name]));
 }
 
 export type { PipelineSpec };

@@ -23,7 +23,7 @@ void t.test('the exact argv of the interface example', async (t) => {
     '!', 'parametriceq', 'name=step1', 'bands="100:-2:1,8000:1.5:1"',
     '!', 'audioconvert', 'name=outconvert',
     '!', 'rtpL24pay', 'name=pay', 'pt=96', 'min-ptime=1000000', 'max-ptime=1000000',
-    '!', 'udpsink', 'name=out', 'host=239.69.1.1', 'port=5004', 'ttl-mc=16', 'auto-multicast=true', 'sync=true', 'async=false',
+    '!', 'udpsink', 'name=out', 'host=239.69.1.1', 'port=5004', 'ttl-mc=16', 'auto-multicast=true', 'qos-dscp=34', 'sync=true', 'async=false',
     'pipelinestats', 'name=stats', 'interval=1000000000', 'source=src', 'buffer=buffer', 'payloader=pay', 'sink=out',
     'srtaccess', 'name=access', 'source=src',
   ]);

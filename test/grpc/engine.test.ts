@@ -53,7 +53,7 @@ void t.test('gRPC without auth', async (t) => {
     t.equal(created.status, 'active');
     t.match(created.created_at, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
     t.same(created.input, { type: 'srt', port: inputPort, latency: 120 }, 'absent latency: the default');
-    t.same(created.output, { type: 'rtp', host: '127.0.0.1', port: 5004, ttl: 16 }, 'absent ttl: the default');
+    t.same(created.output, { type: 'rtp', host: '127.0.0.1', port: 5004, ttl: 16, channels: 2, encoding: 'L24', ptime: 1, payload_type: 96, dscp: 34 }, 'absent ttl: the default');
     t.same(created.processing, [
       { plugin: 'loudness-normalize', target: -23, true_peak: -1, bands: [] },
       { plugin: 'eq', bands: [{ freq: 100, gain: -2, q: 1 }, { freq: 8000, gain: 1.5, q: 1 }] },
@@ -248,7 +248,7 @@ void t.test('gRPC without auth', async (t) => {
     const files = fields(fields(await ask(4, 'svc.v1.EngineService')).get(4)?.[0] ?? new Uint8Array()).get(1) ?? [];
     const file = fromBinary(FileDescriptorProtoSchema, files[0] ?? new Uint8Array());
     t.equal(file.package, 'svc.v1');
-    t.same(file.service[0]?.method.map((m) => m.name), ['GetHealth', 'CreatePipeline', 'ListPipelines', 'DeletePipeline', 'StreamMetrics']);
+    t.same(file.service[0]?.method.map((m) => m.name), ['GetHealth', 'CreatePipeline', 'ListPipelines', 'DeletePipeline', 'StreamMetrics', 'GetPipelineSdp']);
     const pipeline = file.messageType.find((m) => m.name === 'Pipeline');
     t.same(pipeline?.field.slice(0, 4).map((f) => [f.name, f.number]), [['id', 1], ['name', 2], ['status', 3], ['created_at', 4]]);
     const latency = file.messageType.find((m) => m.name === 'InputConfig')?.field.find((f) => f.name === 'latency');

@@ -11,6 +11,8 @@ import { buildGrpcServer, type GrpcEdge } from '../../src/grpc/server.js';
 import type { Pipeline } from '../../src/supervisor/registry.js';
 import { eventually } from '../helpers/engine-process.js';
 import { createRequest, record, TestClient } from './client.js';
+import { NO_PTP } from '../../src/aes67/pmc.js';
+import { NotFoundError } from '../../src/errors.js';
 
 const silent = pino({ level: 'silent' });
 
@@ -26,11 +28,16 @@ function deps(overrides: Partial<EngineServiceDeps['pipelines']> = {}): EngineSe
         throw new Error('ENOENT: /var/lib/audio-engine/secret/state.json');
       },
       list: () => [],
+      get: (id) => {
+        throw new NotFoundError(`pipeline ${id} not found`);
+      },
       delete: async () => undefined,
       entries: () => none.values(),
       size: 0,
       ...overrides,
     },
+    aes67: { sdp: () => '' },
+    ptp: { status: NO_PTP },
   };
 }
 

@@ -45,6 +45,8 @@ export interface EngineConfigOptions {
   env?: Record<string, string>;
   restPort?: number;
   dir?: string;
+  /** Run the engine inside this network namespace (`ip netns exec`; test/helpers/netns.ts). */
+  netns?: string;
 }
 
 /**
@@ -87,7 +89,9 @@ export async function startEngine(t: Test, options: EngineConfigOptions & { conf
   const configFile = options.configFile ?? written?.file ?? '';
   const dir = path.dirname(configFile);
   const restPort = written?.restPort ?? options.restPort ?? 0;
-  const child = spawn(process.execPath, [MAIN, '--config', configFile], {
+  const argv = [process.execPath, MAIN, '--config', configFile];
+  const [command, ...args] = options.netns === undefined ? argv : ['ip', 'netns', 'exec', options.netns, ...argv];
+  const child = spawn(command ?? process.execPath, args, {
     stdio: ['ignore', 'pipe', 'pipe'],
     cwd: dir,
     env: { ...process.env, ...options.env },

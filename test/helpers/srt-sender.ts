@@ -19,6 +19,8 @@ export interface SenderOptions {
   pbkeylen?: 16 | 24 | 32;
   /** Runs ffmpeg through this command, e.g. `['nsenter', '--target', pid, '--net', '--']`: another network namespace. */
   via?: readonly string[];
+  /** Send from inside this network namespace (to its 127.0.0.1). */
+  netns?: string;
 }
 
 export interface Sender {
@@ -53,8 +55,9 @@ export function sendSine(options: SenderOptions): Sender {
     ...codecArgs,
     '-f', 'mpegts', `srt://127.0.0.1:${options.port}?mode=caller&latency=300000&connect_timeout=3000${encryption(options)}`,
   ];
-  const [file, ...prefix] = [...(options.via ?? []), 'ffmpeg'];
-  const child = spawn(file ?? 'ffmpeg', [...prefix, ...args], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const prefix = options.netns === undefined ? [...(options.via ?? [])] : ['ip', 'netns', 'exec', options.netns];
+  const [file, ...rest] = [...prefix, 'ffmpeg', ...args];
+  const child = spawn(file ?? 'ffmpeg', rest, { stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
   child.stderr?.on('data', (chunk: Buffer) => {
     stderr += chunk.toString();

@@ -39,7 +39,7 @@ void t.test('REST without auth', async (t) => {
     t.equal(created.body.status, 'active');
     t.match(created.body.created_at, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
     t.same(created.body.input, { type: 'srt', port, latency: 120 });
-    t.same(created.body.output, { type: 'rtp', host: '127.0.0.1', port: 5004, ttl: 16 });
+    t.same(created.body.output, { type: 'rtp', host: '127.0.0.1', port: 5004, ttl: 16, channels: 2, encoding: 'L24', ptime: 1, payload_type: 96, dscp: 34 });
     t.equal(created.body.restarts, 0);
     t.type(created.body.pid, 'number');
 

@@ -1,6 +1,21 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { PtpMonitor } from '../../aes67/ptp-monitor.js';
+import { ptpWarnings } from '../../aes67/ptp-health.js';
 import type { EngineHealth } from '../../health.js';
+
+const Nullable = <T extends ReturnType<typeof Type.String | typeof Type.Number>>(schema: T) => Type.Union([schema, Type.Null()]);
+
+/** The host's PTP clock as ptp4l reports it (aes67/pmc.ts); absent on the dashboard port. */
+const PtpHealth = Type.Object({
+  state: Type.Union([Type.Literal('locked'), Type.Literal('unlocked'), Type.Literal('unavailable')]),
+  grandmaster_id: Nullable(Type.String()),
+  domain: Nullable(Type.Number()),
+  offset_seconds: Nullable(Type.Number()),
+  port_states: Type.Array(Type.String()),
+  clock_id: Nullable(Type.String()),
+  reason: Type.Optional(Type.String()),
+});
 
 const HealthResponse = Type.Object({
   status: Type.Union([Type.Literal('healthy'), Type.Literal('unhealthy')]),
@@ -18,13 +33,21 @@ const HealthResponse = Type.Object({
     children_cores: Type.Number(),
     pipelines_behind: Type.Array(Type.String()),
   })),
+  ptp: Type.Optional(PtpHealth),
+  /** Worth a look, not a failure (an unlocked PTP clock). */
+  warnings: Type.Optional(Type.Array(Type.String())),
 });
 
-export function healthRoutes(health: EngineHealth): FastifyPluginAsyncTypebox {
+export function healthRoutes(health: EngineHealth, ptp?: Pick<PtpMonitor, 'status'>): FastifyPluginAsyncTypebox {
   return async (app) => {
     const handler = async (): Promise<{ code: 200 | 503; body: typeof HealthResponse.static }> => {
       const report = await health.report();
-      return { code: report.status === 'healthy' ? 200 : 503, body: report };
+      const warnings = [
+        ...(ptp === undefined ? [] : ptpWarnings(ptp.status)),
+        ...(report.overloaded === undefined ? [] : [`overloaded: ${report.overloaded.message}`]),
+      ];
+      const body = ptp === undefined ? { ...report, ...(warnings.length > 0 ? { warnings } : {}) } : { ...report, ptp: ptp.status, warnings };
+      return { code: report.status === 'healthy' ? 200 : 503, body };
     };
     for (const url of ['/health', '/api/v1/health']) {
       app.get(url, { schema: { response: { 200: HealthResponse, 503: HealthResponse } } }, async (_request, reply) => {

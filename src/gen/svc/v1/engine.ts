@@ -64,6 +64,37 @@ export interface HealthResponse {
    * figures in words; empty otherwise. The status stays "healthy".
    */
   overloaded: string;
+  /**
+   * The host's PTP clock as ptp4l reports it (docs/aes67.md). Not part of `status`: an unlocked
+   * clock is a warning.
+   */
+  ptp?:
+    | PtpStatus
+    | undefined;
+  /** Conditions worth an operator's look that do not make the engine unhealthy ("ptp: ..."). */
+  warnings: string[];
+}
+
+/** ptp4l's state, read through its management interface (pmc). */
+export interface PtpStatus {
+  /** "locked", "unlocked" or "unavailable" (no ptp4l answered). */
+  state: string;
+  /** Grandmaster clock identity as RFC 7273 writes it ("1E-C2-9E-FF-FE-22-5E-6A"); absent when unknown. */
+  grandmaster_id?:
+    | string
+    | undefined;
+  /** PTP domain of the local ptp4l; absent when unknown. */
+  domain?:
+    | number
+    | undefined;
+  /** Offset from the master, seconds; absent when unknown. */
+  offset_seconds?:
+    | number
+    | undefined;
+  /** State of each ptp4l port ("SLAVE", "MASTER", "LISTENING", ...). */
+  port_states: string[];
+  /** Why the clock is not locked; absent when locked. */
+  reason?: string | undefined;
 }
 
 /** Where the audio comes from. */
@@ -124,7 +155,7 @@ export interface ProcessingStep {
 
 /** Where the audio goes. */
 export interface OutputConfig {
-  /** Transport: "rtp" (RTP L24, 48 kHz stereo). */
+  /** Transport: "rtp" (RTP L24 or L16 at 48 kHz; see encoding and channels). */
   type: string;
   /** Destination: IPv4/IPv6 literal (unicast or multicast) or DNS name. Required. */
   host: string;
@@ -140,7 +171,30 @@ export interface OutputConfig {
    * Network interface for multicast, e.g. "eth0" (1-15 of A-Z a-z 0-9 _ . -). Default: the
    * system's choice.
    */
-  interface?: string | undefined;
+  interface?:
+    | string
+    | undefined;
+  /** Audio channels of the stream: 1-8. Default 2 (docs/aes67.md: how the input's channels map). */
+  channels?:
+    | number
+    | undefined;
+  /** "L24" (default) or "L16". */
+  encoding?:
+    | string
+    | undefined;
+  /**
+   * Packet time, ms: 0.125, 0.25, 0.333, 1 (default) or 4, as long as one packet carries at most
+   * 1440 bytes of audio.
+   */
+  ptime?:
+    | number
+    | undefined;
+  /** RTP payload type: 96-127. Default 96. */
+  payload_type?:
+    | number
+    | undefined;
+  /** DSCP of the RTP packets: 0-63. Default 34 (AF41). */
+  dscp?: number | undefined;
 }
 
 export interface CreatePipelineRequest {
@@ -214,6 +268,24 @@ export interface Pipeline {
     | undefined;
   /** Receiving and below 0.98 of real time. */
   behind: boolean;
+  /** The stream's SDP (as GetPipelineSdp returns it). */
+  sdp: string;
+  /**
+   * Advice about the request that did not refuse it (create only; e.g. a multicast group outside
+   * 239.0.0.0/8). Empty otherwise.
+   */
+  warnings: string[];
+}
+
+export interface GetPipelineSdpRequest {
+  /** The pipeline's id ("pl_..."). */
+  id: string;
+}
+
+export interface PipelineSdp {
+  id: string;
+  /** application/sdp text, CRLF line ends. */
+  sdp: string;
 }
 
 export interface PipelineList {
@@ -310,7 +382,7 @@ export const Empty: MessageFns<Empty> = {
 };
 
 function createBaseHealthResponse(): HealthResponse {
-  return { status: "", version: "", uptime: "", reason: "", overloaded: "" };
+  return { status: "", version: "", uptime: "", reason: "", overloaded: "", ptp: undefined, warnings: [] };
 }
 
 export const HealthResponse: MessageFns<HealthResponse> = {
@@ -329,6 +401,12 @@ export const HealthResponse: MessageFns<HealthResponse> = {
     }
     if (message.overloaded !== "") {
       writer.uint32(42).string(message.overloaded);
+    }
+    if (message.ptp !== undefined) {
+      PtpStatus.encode(message.ptp, writer.uint32(50).fork()).join();
+    }
+    for (const v of message.warnings) {
+      writer.uint32(58).string(v!);
     }
     return writer;
   },
@@ -386,6 +464,22 @@ export const HealthResponse: MessageFns<HealthResponse> = {
             message.overloaded = reader.string();
             continue;
           }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.ptp = PtpStatus.decode(reader, reader.uint32());
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.warnings.push(reader.string());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -408,6 +502,130 @@ export const HealthResponse: MessageFns<HealthResponse> = {
     message.uptime = object.uptime ?? "";
     message.reason = object.reason ?? "";
     message.overloaded = object.overloaded ?? "";
+    message.ptp = (object.ptp !== undefined && object.ptp !== null) ? PtpStatus.fromPartial(object.ptp) : undefined;
+    message.warnings = object.warnings?.map((e) => e) || [];
+    return message;
+  },
+};
+
+function createBasePtpStatus(): PtpStatus {
+  return {
+    state: "",
+    grandmaster_id: undefined,
+    domain: undefined,
+    offset_seconds: undefined,
+    port_states: [],
+    reason: undefined,
+  };
+}
+
+export const PtpStatus: MessageFns<PtpStatus> = {
+  encode(message: PtpStatus, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.state !== "") {
+      writer.uint32(10).string(message.state);
+    }
+    if (message.grandmaster_id !== undefined) {
+      writer.uint32(18).string(message.grandmaster_id);
+    }
+    if (message.domain !== undefined) {
+      writer.uint32(24).int32(message.domain);
+    }
+    if (message.offset_seconds !== undefined) {
+      writer.uint32(33).double(message.offset_seconds);
+    }
+    for (const v of message.port_states) {
+      writer.uint32(42).string(v!);
+    }
+    if (message.reason !== undefined) {
+      writer.uint32(50).string(message.reason);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): PtpStatus {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBasePtpStatus();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.state = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.grandmaster_id = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.domain = reader.int32();
+            continue;
+          }
+          case 4: {
+            if (tag !== 33) {
+              break;
+            }
+
+            message.offset_seconds = reader.double();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.port_states.push(reader.string());
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.reason = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<PtpStatus>, I>>(base?: I): PtpStatus {
+    return PtpStatus.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<PtpStatus>, I>>(object: I): PtpStatus {
+    const message = createBasePtpStatus();
+    message.state = object.state ?? "";
+    message.grandmaster_id = object.grandmaster_id ?? undefined;
+    message.domain = object.domain ?? undefined;
+    message.offset_seconds = object.offset_seconds ?? undefined;
+    message.port_states = object.port_states?.map((e) => e) || [];
+    message.reason = object.reason ?? undefined;
     return message;
   },
 };
@@ -686,7 +904,18 @@ export const ProcessingStep: MessageFns<ProcessingStep> = {
 };
 
 function createBaseOutputConfig(): OutputConfig {
-  return { type: "", host: "", port: undefined, ttl: undefined, interface: undefined };
+  return {
+    type: "",
+    host: "",
+    port: undefined,
+    ttl: undefined,
+    interface: undefined,
+    channels: undefined,
+    encoding: undefined,
+    ptime: undefined,
+    payload_type: undefined,
+    dscp: undefined,
+  };
 }
 
 export const OutputConfig: MessageFns<OutputConfig> = {
@@ -705,6 +934,21 @@ export const OutputConfig: MessageFns<OutputConfig> = {
     }
     if (message.interface !== undefined) {
       writer.uint32(42).string(message.interface);
+    }
+    if (message.channels !== undefined) {
+      writer.uint32(48).int32(message.channels);
+    }
+    if (message.encoding !== undefined) {
+      writer.uint32(58).string(message.encoding);
+    }
+    if (message.ptime !== undefined) {
+      writer.uint32(65).double(message.ptime);
+    }
+    if (message.payload_type !== undefined) {
+      writer.uint32(72).int32(message.payload_type);
+    }
+    if (message.dscp !== undefined) {
+      writer.uint32(80).int32(message.dscp);
     }
     return writer;
   },
@@ -762,6 +1006,46 @@ export const OutputConfig: MessageFns<OutputConfig> = {
             message.interface = reader.string();
             continue;
           }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.channels = reader.int32();
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.encoding = reader.string();
+            continue;
+          }
+          case 8: {
+            if (tag !== 65) {
+              break;
+            }
+
+            message.ptime = reader.double();
+            continue;
+          }
+          case 9: {
+            if (tag !== 72) {
+              break;
+            }
+
+            message.payload_type = reader.int32();
+            continue;
+          }
+          case 10: {
+            if (tag !== 80) {
+              break;
+            }
+
+            message.dscp = reader.int32();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -784,6 +1068,11 @@ export const OutputConfig: MessageFns<OutputConfig> = {
     message.port = object.port ?? undefined;
     message.ttl = object.ttl ?? undefined;
     message.interface = object.interface ?? undefined;
+    message.channels = object.channels ?? undefined;
+    message.encoding = object.encoding ?? undefined;
+    message.ptime = object.ptime ?? undefined;
+    message.payload_type = object.payload_type ?? undefined;
+    message.dscp = object.dscp ?? undefined;
     return message;
   },
 };
@@ -915,6 +1204,8 @@ function createBasePipeline(): Pipeline {
     priority: "",
     realtime_ratio: undefined,
     behind: false,
+    sdp: "",
+    warnings: [],
   };
 }
 
@@ -973,6 +1264,12 @@ export const Pipeline: MessageFns<Pipeline> = {
     }
     if (message.behind !== false) {
       writer.uint32(144).bool(message.behind);
+    }
+    if (message.sdp !== "") {
+      writer.uint32(154).string(message.sdp);
+    }
+    for (const v of message.warnings) {
+      writer.uint32(162).string(v!);
     }
     return writer;
   },
@@ -1134,6 +1431,22 @@ export const Pipeline: MessageFns<Pipeline> = {
             message.behind = reader.bool();
             continue;
           }
+          case 19: {
+            if (tag !== 154) {
+              break;
+            }
+
+            message.sdp = reader.string();
+            continue;
+          }
+          case 20: {
+            if (tag !== 162) {
+              break;
+            }
+
+            message.warnings.push(reader.string());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1173,6 +1486,130 @@ export const Pipeline: MessageFns<Pipeline> = {
     message.priority = object.priority ?? "";
     message.realtime_ratio = object.realtime_ratio ?? undefined;
     message.behind = object.behind ?? false;
+    message.sdp = object.sdp ?? "";
+    message.warnings = object.warnings?.map((e) => e) || [];
+    return message;
+  },
+};
+
+function createBaseGetPipelineSdpRequest(): GetPipelineSdpRequest {
+  return { id: "" };
+}
+
+export const GetPipelineSdpRequest: MessageFns<GetPipelineSdpRequest> = {
+  encode(message: GetPipelineSdpRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.id !== "") {
+      writer.uint32(10).string(message.id);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): GetPipelineSdpRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseGetPipelineSdpRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.id = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<GetPipelineSdpRequest>, I>>(base?: I): GetPipelineSdpRequest {
+    return GetPipelineSdpRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<GetPipelineSdpRequest>, I>>(object: I): GetPipelineSdpRequest {
+    const message = createBaseGetPipelineSdpRequest();
+    message.id = object.id ?? "";
+    return message;
+  },
+};
+
+function createBasePipelineSdp(): PipelineSdp {
+  return { id: "", sdp: "" };
+}
+
+export const PipelineSdp: MessageFns<PipelineSdp> = {
+  encode(message: PipelineSdp, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.id !== "") {
+      writer.uint32(10).string(message.id);
+    }
+    if (message.sdp !== "") {
+      writer.uint32(18).string(message.sdp);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): PipelineSdp {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBasePipelineSdp();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.id = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.sdp = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<PipelineSdp>, I>>(base?: I): PipelineSdp {
+    return PipelineSdp.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<PipelineSdp>, I>>(object: I): PipelineSdp {
+    const message = createBasePipelineSdp();
+    message.id = object.id ?? "";
+    message.sdp = object.sdp ?? "";
     return message;
   },
 };
@@ -1584,6 +2021,20 @@ export const EngineServiceService = {
     responseSerialize: (value: MetricsEvent): Buffer => Buffer.from(MetricsEvent.encode(value).finish()),
     responseDeserialize: (value: Buffer): MetricsEvent => MetricsEvent.decode(value),
   },
+  /**
+   * The pipeline's SDP (AES67-2018 shape, CRLF line ends; docs/aes67.md), the text REST serves at
+   * GET /api/v1/pipelines/{id}/sdp. NOT_FOUND for an unknown id.
+   */
+  getPipelineSdp: {
+    path: "/svc.v1.EngineService/GetPipelineSdp" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: GetPipelineSdpRequest): Buffer =>
+      Buffer.from(GetPipelineSdpRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): GetPipelineSdpRequest => GetPipelineSdpRequest.decode(value),
+    responseSerialize: (value: PipelineSdp): Buffer => Buffer.from(PipelineSdp.encode(value).finish()),
+    responseDeserialize: (value: Buffer): PipelineSdp => PipelineSdp.decode(value),
+  },
 } as const;
 
 export interface EngineServiceServer extends UntypedServiceImplementation {
@@ -1603,6 +2054,11 @@ export interface EngineServiceServer extends UntypedServiceImplementation {
    * cancels or the engine shuts down (the stream then ends with OK).
    */
   streamMetrics: handleServerStreamingCall<Empty, MetricsEvent>;
+  /**
+   * The pipeline's SDP (AES67-2018 shape, CRLF line ends; docs/aes67.md), the text REST serves at
+   * GET /api/v1/pipelines/{id}/sdp. NOT_FOUND for an unknown id.
+   */
+  getPipelineSdp: handleUnaryCall<GetPipelineSdpRequest, PipelineSdp>;
 }
 
 export interface EngineServiceClient extends Client {
@@ -1680,6 +2136,25 @@ export interface EngineServiceClient extends Client {
     metadata?: Metadata,
     options?: Partial<CallOptions>,
   ): ClientReadableStream<MetricsEvent>;
+  /**
+   * The pipeline's SDP (AES67-2018 shape, CRLF line ends; docs/aes67.md), the text REST serves at
+   * GET /api/v1/pipelines/{id}/sdp. NOT_FOUND for an unknown id.
+   */
+  getPipelineSdp(
+    request: GetPipelineSdpRequest,
+    callback: (error: ServiceError | null, response: PipelineSdp) => void,
+  ): ClientUnaryCall;
+  getPipelineSdp(
+    request: GetPipelineSdpRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: PipelineSdp) => void,
+  ): ClientUnaryCall;
+  getPipelineSdp(
+    request: GetPipelineSdpRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: PipelineSdp) => void,
+  ): ClientUnaryCall;
 }
 
 export const EngineServiceClient = makeGenericClientConstructor(

@@ -1,0 +1,159 @@
+/**
+ * The SDP of one RTP output, in the shape AES67-2018 (annex example) and RFC 7273 expect. Pure:
+ * every value comes in validated; the pipeline's name is the only free text and is sanitised.
+ * Lines, in this order (docs/aes67.md compares them with the standard's example):
+ *
+ *   v=0
+ *   o=- <session id> <version> IN IP4 <sender unicast address>
+ *   s=<name>
+ *   c=IN IP4 <destination>[/<ttl>]        (TTL for a multicast destination only)
+ *   t=0 0
+ *   m=audio <port> RTP/AVP <pt>
+ *   i=<n> channels: <names>
+ *   a=recvonly
+ *   a=rtpmap:<pt> <L24|L16>/48000/<n>
+ *   a=ptime:<ms>
+ *   a=framecount:<samples per packet>
+ *   a=ts-refclk:ptp=IEEE1588-2008:<grandmaster>:<domain> | ptp=IEEE1588-2008:traceable | localmac=<mac>
+ *   a=mediaclk:direct=0
+ */
+import { createHash } from 'node:crypto';
+import { isIPv6 } from 'node:net';
+
+export const SAMPLE_RATE = 48_000;
+
+/** The packet times an output may have, ms, with the samples each packet carries at 48 kHz. */
+export const PTIME_SAMPLES = { 0.125: 6, 0.25: 12, 0.333: 16, 1: 48, 4: 192 } as const;
+export type Ptime = keyof typeof PTIME_SAMPLES;
+export const PTIMES = Object.keys(PTIME_SAMPLES).map(Number) as Ptime[];
+
+export type Encoding = 'L24' | 'L16';
+export const BYTES_PER_SAMPLE: Record<Encoding, number> = { L24: 3, L16: 2 };
+
+/** Where the RTP timestamps' clock comes from (RFC 7273 section 4.8). */
+export type RefClock =
+  | { kind: 'ptp'; grandmaster: string; domain: number }
+  | { kind: 'ptp-traceable' }
+  | { kind: 'localmac'; mac: string };
+
+export interface SdpStream {
+  /** Decimal digits, stable for the pipeline (sessionIdOf). */
+  sessionId: string;
+  /** Increases whenever the rest of the description changes. */
+  version: number;
+  /** IPv4 address of the sending interface. */
+  origin: string;
+  /** The pipeline's name (free text; sanitised here). */
+  name: string;
+  destination: string;
+  /** Multicast TTL; undefined for a unicast destination (no TTL in c=). */
+  ttl: number | undefined;
+  port: number;
+  payloadType: number;
+  encoding: Encoding;
+  channels: number;
+  ptime: Ptime;
+  refclk: RefClock;
+}
+
+export type LineEnding = '\r\n' | '\n';
+
+/** Samples per packet at 48 kHz for a packet time. */
+export function framecount(ptime: Ptime): number {
+  return PTIME_SAMPLES[ptime];
+}
+
+/** RTP payload bytes of one packet (the 12-byte RTP header not counted). */
+export function payloadBytes(encoding: Encoding, channels: number, ptime: Ptime): number {
+  return BYTES_PER_SAMPLE[encoding] * channels * framecount(ptime);
+}
+
+/**
+ * s= text: printable ASCII only (SDP is UTF-8, but several AES67 receivers show only ASCII), no
+ * control characters, runs of spaces folded, at most 64 characters, never empty.
+ */
+export function sanitiseName(name: string): string {
+  const ascii = name
+    .normalize('NFKD')
+    .replace(/[\u0300-\u036f]/g, '')
+    .replace(/\s+/g, ' ')
+    .replace(/[^\x20-\x7e]/g, '_')
+    .trim()
+    .slice(0, 64)
+    .trim();
+  return ascii === '' ? '-' : ascii;
+}
+
+/** A stable numeric session id (decimal, < 2^48) for a pipeline id. */
+export function sessionIdOf(pipelineId: string): string {
+  const digest = createHash('sha256').update(pipelineId).digest();
+  return String(digest.readUIntBE(0, 6));
+}
+
+/** "ptp4l's 1ec29e.fffe.225e6a" → RFC 7273's "1E-C2-9E-FF-FE-22-5E-6A". */
+export function eui64ForSdp(identity: string): string {
+  const hex = identity.replace(/[^0-9a-fA-F]/g, '').toUpperCase();
+  if (hex.length !== 16) throw new Error(`not a clock identity: ${JSON.stringify(identity)}`);
+  return (hex.match(/../g) ?? []).join('-');
+}
+
+function channelNames(channels: number): string {
+  if (channels === 1) return 'M';
+  if (channels === 2) return 'L, R';
+  return Array.from({ length: channels }, (_, i) => String(i + 1)).join(', ');
+}
+
+function refclkValue(refclk: RefClock): string {
+  switch (refclk.kind) {
+    case 'ptp':
+      return `ptp=IEEE1588-2008:${refclk.grandmaster}:${refclk.domain}`;
+    case 'ptp-traceable':
+      return 'ptp=IEEE1588-2008:traceable';
+    case 'localmac':
+      return `localmac=${refclk.mac.toUpperCase().replace(/:/g, '-')}`;
+  }
+}
+
+/** Every line but v= and o=: what decides whether the description changed. */
+export function sdpBody(stream: Omit<SdpStream, 'sessionId' | 'version' | 'origin'>): string[] {
+  // IPv4 multicast carries its TTL; unicast and IPv6 (RFC 8866 section 5.7) do not.
+  const v6 = isIPv6(stream.destination);
+  const connection = stream.ttl === undefined || v6 ? stream.destination : `${stream.destination}/${stream.ttl}`;
+  return [
+    `s=${sanitiseName(stream.name)}`,
+    `c=IN ${v6 ? 'IP6' : 'IP4'} ${connection}`,
+    't=0 0',
+    `m=audio ${stream.port} RTP/AVP ${stream.payloadType}`,
+    `i=${stream.channels} channels: ${channelNames(stream.channels)}`,
+    'a=recvonly',
+    `a=rtpmap:${stream.payloadType} ${stream.encoding}/${SAMPLE_RATE}/${stream.channels}`,
+    `a=ptime:${stream.ptime}`,
+    `a=framecount:${framecount(stream.ptime)}`,
+    `a=ts-refclk:${refclkValue(stream.refclk)}`,
+    'a=mediaclk:direct=0',
+  ];
+}
+
+export function writeSdp(stream: SdpStream, eol: LineEnding = '\r\n'): string {
+  const lines = ['v=0', `o=- ${stream.sessionId} ${stream.version} IN IP4 ${stream.origin}`, ...sdpBody(stream)];
+  return lines.map((line) => line + eol).join('');
+}
+
+/**
+ * The o= version of a description: the Unix time (seconds) of its first version, then, each time
+ * the body changes, the next second or the current time, whichever is later. So a version never
+ * goes back, even across restarts of the engine (the clock moves on meanwhile).
+ */
+export class SdpVersion {
+  private body: string | undefined;
+  private version = 0;
+
+  /** The version for this body at time `nowMs`. */
+  of(body: string, nowMs: number): number {
+    if (body !== this.body) {
+      this.version = Math.max(this.version + 1, Math.floor(nowMs / 1000));
+      this.body = body;
+    }
+    return this.version;
+  }
+}

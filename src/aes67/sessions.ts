@@ -1,0 +1,245 @@
+/**
+ * The AES67 sessions of the engine: the SDP of every RTP output (REST, gRPC and pipeline fields
+ * read it here) and the SAP announcer of the multicast ones.
+ *
+ * Every `tickMs` the announcer compares what should be announced (IPv4 multicast outputs of
+ * pipelines whose child is wanted: not stopping, stopped or failed) with what it announces:
+ * - new: announced at once, then every sap_interval_ms jittered to 2/3-4/3 of it (RFC 2974);
+ * - SDP changed (PTP locked or lost, a new grandmaster): a deletion under the old message id
+ *   hash, then the new SDP under a new hash;
+ * - gone (deleted, stopped): a deletion.
+ * close() (engine shutdown) sends a deletion for every session before the children stop.
+ */
+import { isIPv4 } from 'node:net';
+import type { Logger } from 'pino';
+import type { Aes67Config } from '../config/schema.js';
+import { isMulticast } from '../spec/host.js';
+import type { RtpOutput } from '../spec/schema.js';
+import type { SenderInterface } from './host-interface.js';
+import type { PtpStatus } from './pmc.js';
+import { announcement, deletion, jitteredInterval, messageIdHash } from './sap.js';
+import type { SapSender } from './sap-socket.js';
+import { sdpBody, SdpVersion, sessionIdOf, writeSdp, type RefClock } from './sdp.js';
+
+/** One RTP output of a pipeline or station. */
+export interface StreamSource {
+  id: string;
+  name: string;
+  output: RtpOutput;
+  /** False while the pipeline is stopping, stopped or failed: not announced. */
+  live: boolean;
+}
+
+export interface Aes67SessionsDeps {
+  config: Aes67Config;
+  streams: () => Iterable<StreamSource>;
+  ptp: () => PtpStatus;
+  /** The sending interface by name ("" = the first non-loopback IPv4 one). */
+  findInterface: (name: string) => SenderInterface | undefined;
+  openSender: (address: string, ttl: number) => Promise<SapSender>;
+  log: Logger;
+  now: () => number;
+  random: () => number;
+  tickMs: number;
+}
+
+export interface SessionView {
+  pipeline_id: string;
+  name: string;
+  destination: string;
+  port: number;
+  /** SAP message identifier hash of the current announcement. */
+  message_id_hash: number;
+  /** SAP origin (and SDP origin) address. */
+  origin: string;
+  announcements: number;
+  last_announced_at: string | null;
+  sdp: string;
+}
+
+interface Announced {
+  id: string;
+  name: string;
+  destination: string;
+  port: number;
+  sdp: string;
+  hash: number;
+  origin: string;
+  count: number;
+  sentAt: number | undefined;
+  nextAt: number;
+}
+
+export class Aes67Sessions {
+  private readonly versions = new Map<string, SdpVersion>();
+  private readonly announced = new Map<string, Announced>();
+  private sender: { address: string; socket: SapSender } | undefined;
+  private timer: NodeJS.Timeout | undefined;
+  private work: Promise<void> = Promise.resolve();
+  private closed = false;
+  private warnedNoInterface = false;
+  private lastError: string | undefined;
+
+  constructor(private readonly deps: Aes67SessionsDeps) {}
+
+  /** The reference clock the SDPs name now. */
+  refclk(iface: SenderInterface | undefined): RefClock {
+    const ptp = this.deps.ptp();
+    if (ptp.state === 'locked' && ptp.grandmaster_id !== null && ptp.domain !== null) {
+      return { kind: 'ptp', grandmaster: ptp.grandmaster_id, domain: ptp.domain };
+    }
+    if (this.deps.config.ptp_traceable) return { kind: 'ptp-traceable' };
+    return { kind: 'localmac', mac: iface?.mac ?? '00:00:00:00:00:00' };
+  }
+
+  /** The SDP of one output, CRLF line ends; its version grows whenever the rest changes. */
+  sdp(stream: Pick<StreamSource, 'id' | 'name' | 'output'>): string {
+    const { output } = stream;
+    const iface = this.deps.findInterface(output.interface ?? this.deps.config.interface);
+    const described = {
+      name: stream.name,
+      destination: output.host,
+      ttl: isMulticast(output.host) ? output.ttl : undefined,
+      port: output.port,
+      payloadType: output.payload_type,
+      encoding: output.encoding,
+      channels: output.channels,
+      ptime: output.ptime,
+      refclk: this.refclk(iface),
+    };
+    const origin = iface?.address ?? '127.0.0.1';
+    let version = this.versions.get(stream.id);
+    if (version === undefined) {
+      version = new SdpVersion();
+      this.versions.set(stream.id, version);
+    }
+    const v = version.of([origin, ...sdpBody(described)].join('\n'), this.deps.now());
+    return writeSdp({ ...described, sessionId: sessionIdOf(stream.id), version: v, origin });
+  }
+
+  list(): SessionView[] {
+    return [...this.announced.values()].map((a) => ({
+      pipeline_id: a.id,
+      name: a.name,
+      destination: a.destination,
+      port: a.port,
+      message_id_hash: a.hash,
+      origin: a.origin,
+      announcements: a.count,
+      last_announced_at: a.sentAt === undefined ? null : new Date(a.sentAt).toISOString(),
+      sdp: a.sdp,
+    }));
+  }
+
+  start(): void {
+    if (!this.deps.config.sap) return;
+    const tick = (): void => {
+      if (this.closed) return;
+      this.work = this.work.catch(() => undefined).then(() => this.reconcile()).then(
+        () => {
+          this.lastError = undefined;
+        },
+        (error: unknown) => {
+          // Logged once per distinct failure, not every tick while the network is down.
+          const message = (error as Error).message;
+          if (message !== this.lastError) this.deps.log.warn({ event: 'sap-failed', err: error }, `SAP announcement failed: ${message}`);
+          this.lastError = message;
+        },
+      );
+      this.timer = setTimeout(tick, this.deps.tickMs);
+      this.timer.unref();
+    };
+    tick();
+  }
+
+  /** Runs one comparison now (after any in flight); used by tests and after a PTP change. */
+  refresh(): Promise<void> {
+    if (!this.deps.config.sap || this.closed) return this.work;
+    // A failure of an earlier run was reported by its own caller; this run starts afresh.
+    this.work = this.work.catch(() => undefined).then(() => this.reconcile());
+    return this.work;
+  }
+
+  /** Deletion packets for every announced session, then the socket closes. */
+  async close(): Promise<void> {
+    this.closed = true;
+    clearTimeout(this.timer);
+    await this.work.catch(() => undefined);
+    for (const session of [...this.announced.values()]) await this.withdraw(session).catch(() => undefined);
+    await this.sender?.socket.close();
+    this.sender = undefined;
+  }
+
+  private async socket(): Promise<{ address: string; socket: SapSender } | undefined> {
+    const iface = this.deps.findInterface(this.deps.config.interface);
+    if (iface === undefined) {
+      if (!this.warnedNoInterface) {
+        this.warnedNoInterface = true;
+        this.deps.log.warn({ event: 'sap-no-interface', interface: this.deps.config.interface }, `SAP waits: no IPv4 address on ${this.deps.config.interface || 'any interface but loopback'}`);
+      }
+      return undefined;
+    }
+    if (this.sender !== undefined && this.sender.address === iface.address) return this.sender;
+    await this.sender?.socket.close();
+    this.sender = { address: iface.address, socket: await this.deps.openSender(iface.address, this.deps.config.sap_ttl) };
+    this.deps.log.info({ event: 'sap-sender', address: iface.address, interface: iface.name, ttl: this.deps.config.sap_ttl }, `SAP announcements from ${iface.address} (${iface.name})`);
+    return this.sender;
+  }
+
+  private async reconcile(): Promise<void> {
+    const now = this.deps.now();
+    const all = [...this.deps.streams()];
+    for (const id of this.versions.keys()) if (!all.some((s) => s.id === id)) this.versions.delete(id);
+    const wanted = all.filter((s) => s.live && isIPv4(s.output.host) && isMulticast(s.output.host));
+    for (const session of [...this.announced.values()]) {
+      if (!wanted.some((s) => s.id === session.id)) await this.withdraw(session);
+    }
+    if (wanted.length === 0) return;
+    const sender = await this.socket();
+    if (sender === undefined) return;
+    for (const stream of wanted) {
+      const sdp = this.sdp(stream);
+      const current = this.announced.get(stream.id);
+      if (current !== undefined && current.sdp === sdp && current.origin === sender.address) {
+        if (now >= current.nextAt) await this.send(current, now);
+        continue;
+      }
+      let hash = messageIdHash(sdp);
+      if (current !== undefined) {
+        await this.withdraw(current);
+        if (hash === current.hash) hash = (hash % 0xffff) + 1; // a changed SDP always gets another hash
+      }
+      const session: Announced = {
+        id: stream.id,
+        name: stream.name,
+        destination: stream.output.host,
+        port: stream.output.port,
+        sdp,
+        hash,
+        origin: sender.address,
+        count: 0,
+        sentAt: undefined,
+        nextAt: now,
+      };
+      this.announced.set(stream.id, session);
+      await this.send(session, now);
+    }
+  }
+
+  private async send(session: Announced, now: number): Promise<void> {
+    session.nextAt = now + jitteredInterval(this.deps.config.sap_interval_ms, this.deps.random);
+    const sender = this.sender;
+    if (sender === undefined) return;
+    await sender.socket.send(announcement(session.sdp, session.hash, session.origin));
+    session.count += 1;
+    session.sentAt = now;
+  }
+
+  private async withdraw(session: Announced): Promise<void> {
+    this.announced.delete(session.id);
+    const sender = this.sender;
+    if (sender === undefined || session.count === 0) return;
+    await sender.socket.send(deletion(session.sdp, session.hash, session.origin));
+    this.deps.log.info({ event: 'sap-deleted', pipeline_id: session.id, hash: session.hash }, `SAP deletion of ${session.id}'s session`);
+  }
+}

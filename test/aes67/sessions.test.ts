@@ -1,0 +1,120 @@
+/**
+ * The announcer's decisions with a recording SAP sender and a hand-moved clock: first
+ * announcement at once, repeats at the jittered interval, a changed SDP withdrawn under its old
+ * hash and announced under a new one, deletions for a stopped or deleted pipeline and at close.
+ */
+import pino from 'pino';
+import t from 'tap';
+import { Aes67Sessions, type StreamSource } from '../../src/aes67/sessions.js';
+import { NO_PTP, type PtpStatus } from '../../src/aes67/pmc.js';
+import { decodeSap, type SapMessage } from '../../src/aes67/sap.js';
+import { checkConfig } from '../../src/config/load.js';
+import { parsePipelineSpec } from '../../src/spec/validate.js';
+import { EXAMPLE } from '../fixtures/example.js';
+
+const LOCKED: PtpStatus = { state: 'locked', grandmaster_id: '1E-C2-9E-FF-FE-22-5E-6A', domain: 0, offset_seconds: 0, port_states: ['MASTER'], clock_id: '1E-C2-9E-FF-FE-22-5E-6A' };
+
+function setup(streams: StreamSource[], config: Record<string, unknown> = {}) {
+  let now = 1_700_000_000_000;
+  let ptp = LOCKED;
+  const sent: SapMessage[] = [];
+  let opened = 0;
+  const sessions = new Aes67Sessions({
+    config: checkConfig({ aes67: { interface: 'veth0', ...config } }, 'c.toml').aes67,
+    streams: () => streams,
+    ptp: () => ptp,
+    findInterface: (name) => (name === 'veth0' ? { name, address: '10.0.0.2', mac: '92:8a:8b:50:c0:93' } : undefined),
+    openSender: async () => {
+      opened += 1;
+      return { send: async (packet) => void sent.push(decodeSap(packet)), close: async () => undefined };
+    },
+    log: pino({ level: 'silent' }),
+    now: () => now,
+    random: () => 0.5,
+    tickMs: 500,
+  });
+  return {
+    sessions,
+    sent,
+    opened: () => opened,
+    advance: (ms: number) => (now += ms),
+    setPtp: (status: PtpStatus) => (ptp = status),
+  };
+}
+
+const stream = (id: string, host: string, live = true): StreamSource => ({
+  id,
+  name: id,
+  output: parsePipelineSpec({ ...EXAMPLE, output: { type: 'rtp', host, port: 5004 } }).output,
+  live,
+});
+
+void t.test('announce at once, then every interval (jittered), only multicast IPv4 and live', async (t) => {
+  const streams = [stream('pl_a', '239.69.1.1'), stream('pl_uni', '10.0.0.9'), stream('pl_v6', 'ff02::1'), stream('pl_off', '239.69.1.2', false)];
+  const s = setup(streams);
+  await s.sessions.refresh();
+  t.same(s.sent.map((m) => [m.type, m.origin]), [['announce', '10.0.0.2']]);
+  t.match(s.sent[0]?.payload, /a=ts-refclk:ptp=IEEE1588-2008:1E-C2-9E-FF-FE-22-5E-6A:0\r\n/);
+  s.advance(29_000);
+  await s.sessions.refresh();
+  t.equal(s.sent.length, 1, 'not before 30 s (random 0.5: exactly the base interval)');
+  s.advance(1_000);
+  await s.sessions.refresh();
+  t.equal(s.sent.length, 2);
+  t.equal(s.sent[1]?.hash, s.sent[0]?.hash, 'same SDP, same hash');
+  t.equal(s.sent[1]?.payload, s.sent[0]?.payload, 'same version');
+  t.equal(s.opened(), 1, 'one socket');
+  t.same(s.sessions.list().map((v) => [v.pipeline_id, v.announcements]), [['pl_a', 2]]);
+});
+
+void t.test('a changed SDP: deletion under the old hash, announcement under a new one, a higher version', async (t) => {
+  const s = setup([stream('pl_a', '239.69.1.1')]);
+  await s.sessions.refresh();
+  const first = s.sent[0];
+  s.setPtp(NO_PTP);
+  s.advance(500);
+  await s.sessions.refresh();
+  t.same(s.sent.slice(1).map((m) => m.type), ['delete', 'announce']);
+  t.equal(s.sent[1]?.hash, first?.hash);
+  t.match(s.sent[1]?.payload, /^o=- \d+ \d+ IN IP4 10\.0\.0\.2\r\n$/);
+  t.not(s.sent[2]?.hash, first?.hash);
+  t.match(s.sent[2]?.payload, /a=ts-refclk:localmac=92-8A-8B-50-C0-93\r\n/);
+  const version = (m: SapMessage | undefined) => Number(/^o=- \d+ (\d+)/m.exec(m?.payload ?? '')?.[1]);
+  t.ok(version(s.sent[2]) > version(first));
+});
+
+void t.test('traceable when configured and unlocked', async (t) => {
+  const s = setup([stream('pl_a', '239.69.1.1')], { ptp_traceable: true });
+  s.setPtp(NO_PTP);
+  await s.sessions.refresh();
+  t.match(s.sent[0]?.payload, /a=ts-refclk:ptp=IEEE1588-2008:traceable\r\n/);
+});
+
+void t.test('stopped or deleted: a deletion; close: deletions for the rest; SAP off: nothing', async (t) => {
+  const streams = [stream('pl_a', '239.69.1.1'), stream('pl_b', '239.69.1.2')];
+  const s = setup(streams);
+  await s.sessions.refresh();
+  const hashes = new Map(s.sent.map((m) => [m.payload.includes('239.69.1.1') ? 'a' : 'b', m.hash]));
+  streams[1] = { ...streams[1]!, live: false };
+  await s.sessions.refresh();
+  t.same(s.sent.at(-1), { ...s.sent.at(-1), type: 'delete', hash: hashes.get('b') });
+  streams.splice(1, 1);
+  await s.sessions.close();
+  t.same(s.sent.at(-1), { ...s.sent.at(-1), type: 'delete', hash: hashes.get('a') });
+  t.equal(s.sent.length, 4);
+  t.same(s.sessions.list(), []);
+
+  const off = setup([stream('pl_a', '239.69.1.1')], { sap: false });
+  off.sessions.start();
+  await off.sessions.refresh();
+  await off.sessions.close();
+  t.same(off.sent, []);
+  t.match(off.sessions.sdp(stream('pl_a', '239.69.1.1')), /^v=0\r\n/, 'the SDP is still there');
+});
+
+void t.test('no IPv4 on the configured interface: SAP waits, the SDP names 127.0.0.1', async (t) => {
+  const s = setup([stream('pl_a', '239.69.1.1')], { interface: 'eth9' });
+  await s.sessions.refresh();
+  t.same(s.sent, []);
+  t.match(s.sessions.sdp(stream('pl_a', '239.69.1.1')), /^o=- \d+ \d+ IN IP4 127\.0\.0\.1\r\n/m);
+});

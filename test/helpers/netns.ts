@@ -1,0 +1,88 @@
+/**
+ * Two network namespaces joined by a veth pair, made by a test and always removed in its
+ * teardown (every process still inside killed first). Multicast (SAP, RTP, PTP) stays between
+ * them: each side routes 224.0.0.0/4 to its veth end, loopback is up, the host's own interfaces
+ * never see a packet.
+ */
+import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import type { Test } from 'tap';
+
+export interface NetnsPair {
+  /** The engine's side. */
+  a: { ns: string; ifname: string; address: string; mac: string };
+  /** The receiver's side. */
+  b: { ns: string; ifname: string; address: string; mac: string };
+}
+
+function ip(...args: string[]): string {
+  return execFileSync('ip', args, { encoding: 'utf8' });
+}
+
+/** True when this process may create namespaces (root, iproute2). */
+export function canUseNetns(): boolean {
+  const probe = spawnSync('ip', ['netns', 'list'], { encoding: 'utf8' });
+  return probe.status === 0 && process.getuid?.() === 0;
+}
+
+export function killNamespaceProcesses(ns: string): void {
+  const pids = spawnSync('ip', ['netns', 'pids', ns], { encoding: 'utf8' }).stdout.split('\n').filter((p) => /^\d+$/.test(p));
+  for (const pid of pids) {
+    try {
+      process.kill(Number(pid), 'SIGKILL');
+    } catch {
+      // gone
+    }
+  }
+}
+
+export function createNetnsPair(t: Test, tag: string): NetnsPair {
+  const id = `${tag}${process.pid % 100000}`;
+  const subnet = `10.${100 + (process.pid % 100)}.${Math.floor(Math.random() * 250)}`;
+  const a = { ns: `${id}a`, ifname: `${id}a`.slice(0, 15), address: `${subnet}.1`, mac: '' };
+  const b = { ns: `${id}b`, ifname: `${id}b`.slice(0, 15), address: `${subnet}.2`, mac: '' };
+  t.teardown(() => {
+    for (const side of [a, b]) {
+      killNamespaceProcesses(side.ns);
+      spawnSync('ip', ['netns', 'del', side.ns]);
+    }
+  });
+  ip('netns', 'add', a.ns);
+  ip('netns', 'add', b.ns);
+  ip('link', 'add', a.ifname, 'type', 'veth', 'peer', 'name', b.ifname);
+  for (const side of [a, b]) {
+    ip('link', 'set', side.ifname, 'netns', side.ns);
+    ip('-n', side.ns, 'addr', 'add', `${side.address}/24`, 'dev', side.ifname);
+    ip('-n', side.ns, 'link', 'set', 'lo', 'up');
+    ip('-n', side.ns, 'link', 'set', side.ifname, 'up');
+    ip('-n', side.ns, 'route', 'add', '224.0.0.0/4', 'dev', side.ifname);
+    side.mac = /link\/ether ([0-9a-f:]{17})/.exec(ip('-n', side.ns, 'link', 'show', side.ifname))?.[1] ?? '';
+  }
+  return { a, b };
+}
+
+/** Starts a command inside a namespace (ip netns exec execs it: the pid is the command's). */
+export function spawnIn(ns: string, command: string, args: readonly string[], options: { stdio?: 'pipe' | 'ignore' } = {}): ChildProcess {
+  const stdio = options.stdio ?? 'pipe';
+  return spawn('ip', ['netns', 'exec', ns, command, ...args], { stdio: ['ignore', stdio, stdio] });
+}
+
+export interface NsResponse<T = unknown> {
+  status: number;
+  body: T;
+  text: string;
+  contentType: string;
+}
+
+/** An HTTP request made from inside a namespace (curl), for an engine that listens there. */
+export function nsApi<T = unknown>(ns: string, method: string, url: string, body?: unknown): NsResponse<T> {
+  const args = ['netns', 'exec', ns, 'curl', '-s', '-S', '-X', method, '-o', '-', '-w', '\n%{http_code} %{content_type}', '--max-time', '10'];
+  if (body !== undefined) args.push('-H', 'content-type: application/json', '--data-binary', JSON.stringify(body));
+  args.push(url);
+  const out = execFileSync('ip', args, { encoding: 'utf8' });
+  const cut = out.lastIndexOf('\n');
+  const text = out.slice(0, cut);
+  const [code = '0', contentType = ''] = out.slice(cut + 1).split(' ');
+  let parsed: unknown = text;
+  if (contentType.includes('json') && text !== '') parsed = JSON.parse(text);
+  return { status: Number(code), body: parsed as T, text, contentType };
+}
