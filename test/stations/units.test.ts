@@ -81,7 +81,7 @@ void t.test('the TCP probe and the holder search see a real listener (this proce
 void t.test('Icecast request heads and Basic credentials', async (t) => {
   const head = parseRequestHead('SOURCE /live ICE/1.0\r\nAuthorization: Basic c291cmNlOnB3\r\ncontent-type: audio/mpeg');
   t.equal(head?.method, 'SOURCE');
-  t.equal(head?.mount, '/live');
+  t.equal(head?.path, '/live');
   t.equal(head?.headers.get('content-type'), 'audio/mpeg');
   t.equal(parseRequestHead('PUT /live HTTP/1.1\r\nExpect: 100-continue')?.headers.get('expect'), '100-continue');
   t.equal(parseRequestHead('GET / HTTP/2'), undefined);
