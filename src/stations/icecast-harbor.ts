@@ -34,12 +34,14 @@ import type { Logger } from 'pino';
 import {
   bodyFraming,
   checkCredentials,
+  cleanTitle,
   findHeadEnd,
   METADATA_OK_BODY,
   parseMetadataQuery,
   parseRequestHead,
   type SourceRequest,
 } from './icecast-request.js';
+import { OggTitles } from './ogg-titles.js';
 import { SourceBody } from './source-body.js';
 
 export { checkBasicAuth, parseRequestHead } from './icecast-request.js';
@@ -53,7 +55,7 @@ export interface SourceInfo {
   connected_at: string;
   /** Audio bytes of the body passed to the child so far. */
   bytes: number;
-  /** The last title sent with a metadata update (`/admin/metadata`), or null. */
+  /** The last title: from a metadata update (`/admin/metadata`) or an Ogg chain's comments; or null. */
   title: string | null;
   title_updated_at: string | null;
 }
@@ -335,8 +337,11 @@ export class IcecastHarbor {
       if (!ended && !this.options.playing()) end(`its audio did not start playing within ${firstAudioMs} ms`, 'warn', true);
     };
     firstAudio = setTimeout(checkAudio, firstAudioMs);
+    // Chained Ogg carries its titles inside (each chain's comment header).
+    const oggTitles = new OggTitles((title) => this.setTitle(info, remote, title, 'ogg'));
     body.on('data', (chunk: Buffer) => {
       info.bytes += chunk.length;
+      oggTitles.push(chunk);
     });
     body.pipe(stdin, { end: false });
     if (body.startComplete()) return;
@@ -360,10 +365,17 @@ export class IcecastHarbor {
       this.refuse(socket, remote, 'metadata update', update.mount, { status: '400 Bad Request' }, 'Source does not exist');
       return;
     }
-    source.info.title = update.title;
-    source.info.title_updated_at = new Date(this.now()).toISOString();
-    this.options.log.info({ event: 'source-title', remote, mount: update.mount, title: update.title }, `harbor: title on ${update.mount}: ${update.title}`);
-    this.options.note(`title on ${update.mount}: ${update.title}`);
+    this.setTitle(source.info, remote, update.title, 'metadata');
     reply(socket, { status: '200 OK', body: METADATA_OK_BODY }, 'text/xml');
+  }
+
+  /** Stores, logs and notes the connected source's title (from /admin/metadata or the Ogg stream). */
+  private setTitle(info: SourceInfo, remote: string, raw: string, from: 'metadata' | 'ogg'): void {
+    const title = cleanTitle(raw);
+    if (title === '') return;
+    info.title = title;
+    info.title_updated_at = new Date(this.now()).toISOString();
+    this.options.log.info({ event: 'source-title', remote, mount: info.mount, title, from }, `harbor: title on ${info.mount}: ${title}`);
+    this.options.note(`title on ${info.mount}: ${title}`);
   }
 }

@@ -83,6 +83,8 @@ void t.test('chained Ogg plays on in the same child', async (t) => {
     const b = sineFile(dir, 'ogg-b', { codec: 'ogg', seconds: 4, amplitude: 0.5, title: 'Chain B' });
     const ez = await playsOn(t, engine, receiver, () => runEzstream(t, { dir, port, password: PASSWORD, mount: '/ez.ogg', format: 'Ogg', files: [a.file, b.file], timeoutMs: 40_000 }), { what: 'ezstream Ogg', amplitude: 0.5, minSeconds: 6 });
     t.notMatch(ez.output(), /reconnect/, 'ezstream never had to reconnect');
+    const titles = engine.logs.filter((l) => l.event === 'source-title' && l.mount === '/ez.ogg').map((l) => l.title);
+    t.same(titles, ['Chain A', 'Chain B'], 'the title of each chain is stored and logged');
   });
 
   await t.test('ices2: playlist input re-encoded, a new chain per track', async (t) => {
@@ -95,5 +97,7 @@ void t.test('chained Ogg plays on in the same child', async (t) => {
   await t.test('liquidsoap %vorbis: a new chain at each title', async (t) => {
     const liq = await playsOn(t, engine, receiver, () => runLiquidsoap(t, { dir, port, password: PASSWORD, mount: '/liq.ogg', encoder: 'vorbis', amplitude: 0.5, seconds: 11, titleEverySeconds: 3 }), { what: 'liquidsoap %vorbis', amplitude: 0.5, minSeconds: 8 });
     t.notMatch(liq.output(), /Error while sending data|reconnect/, 'liquidsoap never lost its connection');
+    const titles = engine.logs.filter((l) => l.event === 'source-title' && l.mount === '/liq.ogg').map((l) => String(l.title));
+    t.ok(titles.filter((title) => /^Title [0-9]+$/.test(title)).length >= 2, `the titles of the chains are logged: ${titles.join(', ')}`);
   });
 });

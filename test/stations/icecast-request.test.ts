@@ -87,3 +87,26 @@ void t.test('body framing: until close, Content-Length, chunked (split anywhere)
   await t.rejects(decode({ kind: 'chunked' }, ['zz\r\n']), /malformed chunk size/);
   await t.rejects(decode({ kind: 'chunked' }, ['2\r\nabX\r\n']), /does not end with CRLF/);
 });
+
+void t.test('titles inside Ogg: each chain\'s comment header (files written by oggenc)', async (t) => {
+  const { execFileSync } = await import('node:child_process');
+  const { readFileSync } = await import('node:fs');
+  const path = await import('node:path');
+  const { OggTitles } = await import('../../src/stations/ogg-titles.js');
+  const dir = t.testdir();
+  const make = (name: string, title: string, artist?: string): Buffer => {
+    const wav = path.join(dir, `${name}.wav`);
+    execFileSync('ffmpeg', ['-hide_banner', '-loglevel', 'error', '-y', '-f', 'lavfi', '-i', 'aevalsrc=0.1*sin(2*PI*440*t):s=48000:d=1', wav]);
+    const ogg = path.join(dir, `${name}.ogg`);
+    execFileSync('oggenc', ['-Q', '-t', title, ...(artist === undefined ? [] : ['-a', artist]), '-o', ogg, wav]);
+    return readFileSync(ogg);
+  };
+  const chained = Buffer.concat([make('a', 'First'), make('b', 'Second', 'Band'), make('c', 'Caf\u00e9 \u266b')]);
+  const titles: string[] = [];
+  const reader = new OggTitles((title) => titles.push(title));
+  for (let i = 0; i < chained.length; i += 777) reader.push(chained.subarray(i, i + 777));
+  t.same(titles, ['First', 'Band - Second', 'Caf\u00e9 \u266b'], 'one title per chain, pages split anywhere');
+  const mp3 = new OggTitles((title) => titles.push(title));
+  mp3.push(Buffer.from('ID3\u0004\u0000 not ogg at all, and much more than 27 bytes long'));
+  t.equal(titles.length, 3, 'not Ogg: nothing');
+});
