@@ -40,5 +40,6 @@ thread.run(delay=${o.seconds}., shutdown)
 output.icecast(${encoder}, host="127.0.0.1", port=${o.port}, password="${o.password}", mount="${o.mount}", s)
 `,
   );
-  return runClient(t, 'liquidsoap', [script], { timeoutMs: (o.seconds + 20) * 1000 });
+  // Bounded; its start alone (type-checking its library) took 15 s on a loaded machine.
+  return runClient(t, 'liquidsoap', [script], { timeoutMs: (o.seconds + 75) * 1000 });
 }

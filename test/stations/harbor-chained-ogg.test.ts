@@ -19,6 +19,8 @@ import { dashboardOf, freeStationNumber, harborPortOf, stationToml } from '../he
 const ID = 'chained';
 const PASSWORD = 'chain-pw';
 const MAX_SILENCE_MS = 50;
+/** liquidsoap type-checks its whole library before it connects: 1 s when idle, 15 s measured at load 24. */
+const LIQUIDSOAP_START_MS = 60_000;
 
 async function station(engine: EngineProcess): Promise<StationView> {
   return (await api<StationView>(dashboardOf(engine), 'GET', `/api/stations/${ID}`)).body;
@@ -34,12 +36,12 @@ const whenStation = (engine: EngineProcess, ok: (s: StationView) => boolean, wha
  * While `client` streams: the child that took it must be the one that ends after it (no exit
  * in between), and the audio must have no silence over the bound.
  */
-async function playsOn(t: Test, engine: EngineProcess, receiver: RtpReceiver, start: () => ClientProcess, o: { what: string; amplitude: number; minSeconds: number }): Promise<ClientProcess> {
+async function playsOn(t: Test, engine: EngineProcess, receiver: RtpReceiver, start: () => ClientProcess, o: { what: string; amplitude: number; minSeconds: number; connectMs?: number }): Promise<ClientProcess> {
   const before = await whenStation(engine, (s) => s.pid !== null && s.source === null, 'a child waiting for a source');
   receiver.reset();
   const client = start();
   const exitsBefore = engine.logs.filter((l) => l.event === 'exit').length;
-  const live = await whenStation(engine, (s) => s.source !== null && s.state === 'running', `${o.what} connected and playing`).catch((error: unknown) => {
+  const live = await whenStation(engine, (s) => s.source !== null && s.state === 'running', `${o.what} connected and playing`, o.connectMs ?? 20_000).catch((error: unknown) => {
     throw new Error(`${(error as Error).message}\n${o.what}: ${client.output().slice(-2000)}`);
   });
   t.equal(live.pid, before.pid, 'the waiting child took the source');
@@ -95,7 +97,7 @@ void t.test('chained Ogg plays on in the same child', async (t) => {
   });
 
   await t.test('liquidsoap %vorbis: a new chain at each title', async (t) => {
-    const liq = await playsOn(t, engine, receiver, () => runLiquidsoap(t, { dir, port, password: PASSWORD, mount: '/liq.ogg', encoder: 'vorbis', amplitude: 0.5, seconds: 11, titleEverySeconds: 3 }), { what: 'liquidsoap %vorbis', amplitude: 0.5, minSeconds: 8 });
+    const liq = await playsOn(t, engine, receiver, () => runLiquidsoap(t, { dir, port, password: PASSWORD, mount: '/liq.ogg', encoder: 'vorbis', amplitude: 0.5, seconds: 11, titleEverySeconds: 3 }), { what: 'liquidsoap %vorbis', amplitude: 0.5, minSeconds: 8, connectMs: LIQUIDSOAP_START_MS });
     t.notMatch(liq.output(), /Error while sending data|reconnect/, 'liquidsoap never lost its connection');
     const titles = engine.logs.filter((l) => l.event === 'source-title' && l.mount === '/liq.ogg').map((l) => String(l.title));
     t.ok(titles.filter((title) => /^Title [0-9]+$/.test(title)).length >= 2, `the titles of the chains are logged: ${titles.join(', ')}`);

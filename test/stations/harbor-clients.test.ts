@@ -127,7 +127,8 @@ void t.test('real Icecast source clients play on a station', async (t) => {
     const before = await ready(engine);
     receiver.reset();
     const liq = runLiquidsoap(t, { dir, port, password: PASSWORD, mount: '/liq.mp3', encoder: 'mp3', amplitude: 0.5, seconds: 9, titleEverySeconds: 3 });
-    const titled = await whenStation(engine, (s) => /^Title [0-9]+$/.test(s.source?.title ?? ''), 'a title from liquidsoap');
+    // liquidsoap type-checks its whole library before it connects: 1 s when idle, 15 s measured at load 24.
+    const titled = await whenStation(engine, (s) => /^Title [0-9]+$/.test(s.source?.title ?? ''), 'a title from liquidsoap', 60_000);
     t.ok(titled.source?.title_updated_at !== null, 'the time of the title is kept');
     await played(t, engine, liq, before.restarts, 'liquidsoap');
     checkLevel(t, receiver, 0.5, 6, 'liquidsoap %mp3');
