@@ -22,10 +22,10 @@
  * No source can lock the station: one that sends nothing for `idleTimeoutMs`, or whose audio does
  * not start playing within `firstAudioMs`, is dropped. When a source ends, the child's stdin is
  * ended (EOS: the child plays what it holds, exits cleanly, and the supervisor starts the next
- * child); a child that got no byte is handed to the next source as it is; one the harbor dropped
- * before its audio played is renewed by the station (a stop and a start: no failure, no
- * back-off). When the
- * child ends first, the source is disconnected (source clients reconnect). The password is
+ * child); a child that got no byte is handed to the next source as it is; one whose bytes do not
+ * start playing (the harbor dropped the source, or the client left and the child does not play
+ * within SETTLE_MS) is renewed by the station (a stop and a start: no failure, no back-off). When
+ * the child ends first, the source is disconnected (source clients reconnect). The password is
  * compared in constant time and never logged.
  */
 import { createServer, type Server, type Socket } from 'node:net';
@@ -83,6 +83,8 @@ export interface HarborOptions {
 const MAX_HEADER_BYTES = 8192;
 /** How long the end of a source waits for what its body still holds to reach the child. */
 const DRAIN_MS = 2000;
+/** How long a child that got bytes from a source that has left may take to start playing them. */
+const SETTLE_MS = 3000;
 
 interface Answer {
   status: string;
@@ -293,11 +295,13 @@ export class IcecastHarbor {
         if (info.bytes === 0) {
           this.options.returnInput(stdin);
           after = '; no audio came: the child waits for the next source';
-        } else if (dropped && !this.options.playing()) {
+        } else if (this.options.playing()) {
+          stdin.end(); // EOS: the child plays what it holds, then ends cleanly
+        } else if (dropped) {
           this.options.renewInput(stdin);
           after = '; its audio never played: the child is replaced';
         } else {
-          stdin.end(); // EOS: the child plays what it has, then ends cleanly
+          void this.settle(stdin, remote);
         }
       }
       const seconds = ((this.now() - Date.parse(info.connected_at)) / 1000).toFixed(1);
@@ -349,6 +353,30 @@ export class IcecastHarbor {
     if (draining || ended) return;
     socket.pipe(body, { end: false });
     socket.resume();
+  }
+
+  /**
+   * The client ended its source before the child played (a fast upload still prerolling, or a
+   * client that sent only headers): once the child plays what it got, EOS ends it cleanly; if it
+   * does not play within SETTLE_MS, what it got was no audio, and the station replaces the child
+   * (no failure, no back-off).
+   */
+  private async settle(stdin: Writable, remote: string): Promise<void> {
+    const until = this.now() + SETTLE_MS;
+    while (!stdin.destroyed && !stdin.writableEnded) {
+      if (this.options.playing()) {
+        stdin.end();
+        return;
+      }
+      if (this.now() >= until) {
+        const text = `source ${remote} left before its audio played: the child is replaced`;
+        this.options.log.info({ event: 'source-no-audio', remote }, `harbor: ${text}`);
+        this.options.note(text);
+        this.options.renewInput(stdin);
+        return;
+      }
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
   }
 
   /** `GET /admin/metadata?mode=updinfo&mount=...&song=...`: the title of the connected source. */

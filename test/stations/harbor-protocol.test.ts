@@ -131,6 +131,34 @@ void t.test('refusals, the challenge, metadata and sources that would lock the s
     t.notOk(engine.logs.some((l) => l.event === 'retry'), 'no back-off');
   });
 
+  await t.test('a source that sends only Ogg headers and leaves: the child is replaced without failure or back-off', async (t) => {
+    const before = await station(engine);
+    const { execFileSync } = await import('node:child_process');
+    const { readFileSync } = await import('node:fs');
+    const path = await import('node:path');
+    const dir = t.testdir();
+    const wav = path.join(dir, 'h.wav');
+    execFileSync('ffmpeg', ['-hide_banner', '-loglevel', 'error', '-y', '-f', 'lavfi', '-i', 'aevalsrc=0.1*sin(2*PI*440*t):s=48000:d=2', wav]);
+    execFileSync('oggenc', ['-Q', '-o', path.join(dir, 'h.ogg'), wav]);
+    const ogg = readFileSync(path.join(dir, 'h.ogg'));
+    // The identification page and the comment/setup page(s): everything before the first audio page.
+    let headersEnd = 0;
+    for (let at = ogg.indexOf('OggS'); at >= 0; at = ogg.indexOf('OggS', at + 4)) {
+      if (ogg.readBigInt64LE(at + 6) > 0n) break; // granule position > 0: audio
+      headersEnd = ogg.indexOf('OggS', at + 4);
+    }
+    t.ok(headersEnd > 0 && headersEnd < ogg.length, `Ogg headers: ${headersEnd} of ${ogg.length} bytes`);
+    const ex = await send(t, port, Buffer.concat([Buffer.from(`SOURCE /headers HTTP/1.0\r\n${AUTH}\r\nContent-Type: application/ogg\r\n\r\n`), ogg.subarray(0, headersEnd)]));
+    await whenStation(engine, (s) => s.source?.mount === '/headers', 'the source is connected');
+    ex.socket.end();
+    const gone = await engine.waitForLog((l) => l.remote === ex.local && l.event === 'source-no-audio', 10_000);
+    t.match(gone.msg, /left before its audio played: the child is replaced/);
+    const after = await whenStation(engine, (s) => s.pid !== null && s.pid !== before.pid && s.state === 'starting', 'a new child');
+    t.equal(after.restarts, before.restarts, 'a replacement, not a restart after a failure');
+    t.equal(after.last_error, null, 'no failure');
+    t.notOk(engine.logs.some((l) => l.event === 'retry'), 'no back-off');
+  });
+
   await t.test('Content-Length: 0 (a probe) is answered and leaves the child as it was', async (t) => {
     const before = await station(engine);
     const ex = await send(t, port, `PUT /probe HTTP/1.1\r\n${AUTH}\r\nContent-Length: 0\r\nExpect: 100-continue\r\n\r\n`);
