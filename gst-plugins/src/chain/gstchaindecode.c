@@ -46,7 +46,7 @@ struct _GstChainDecode
   GstSegment out_segment;
   /* running time at the end of the last buffer that left, or NONE */
   GstClockTime out_end;
-  /* the decodebin pad the src pad points at (a ref), and its probe */
+  /* the decodebin pad the src pad points at (a ref), and its probe (under the object lock) */
   GstPad *current;
   gulong probe_id;
   /* the stream that comes in has ended (EOS seen on the sink pad) */
@@ -235,7 +235,7 @@ on_pad_added (GstElement * decodebin, GstPad * pad, gpointer user_data)
   PadState *st;
   guint chain;
   GstPad *old;
-  gulong old_probe;
+  gulong old_probe, probe;
 
   if (GST_PAD_DIRECTION (pad) != GST_PAD_SRC || !is_audio (pad)) {
     GST_DEBUG_OBJECT (self, "ignoring pad %" GST_PTR_FORMAT, pad);
@@ -248,19 +248,24 @@ on_pad_added (GstElement * decodebin, GstPad * pad, gpointer user_data)
 
   GST_OBJECT_LOCK (self);
   chain = ++self->chains;
+  GST_OBJECT_UNLOCK (self);
   st->chain = chain;
+  /* before the pad is the target: its first events and buffers pass the probe */
+  probe = gst_pad_add_probe (pad,
+      GST_PAD_PROBE_TYPE_BUFFER | GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM, on_data,
+      st, pad_state_free);
+
+  GST_OBJECT_LOCK (self);
   old = self->current;
   old_probe = self->probe_id;
   self->current = gst_object_ref (pad);
+  self->probe_id = probe;
   GST_OBJECT_UNLOCK (self);
 
   if (old != NULL) {
     gst_pad_remove_probe (old, old_probe);
     gst_object_unref (old);
   }
-  self->probe_id = gst_pad_add_probe (pad,
-      GST_PAD_PROBE_TYPE_BUFFER | GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM, on_data,
-      st, pad_state_free);
 
   if (!gst_ghost_pad_set_target (GST_GHOST_PAD (self->srcpad), pad))
     GST_ELEMENT_WARNING (self, CORE, PAD, (NULL),
@@ -292,16 +297,18 @@ gst_chain_decode_change_state (GstElement * element, GstStateChange transition)
       (element, transition);
   if (transition == GST_STATE_CHANGE_PAUSED_TO_READY) {
     GstPad *old;
+    gulong old_probe;
 
     GST_OBJECT_LOCK (self);
     old = self->current;
+    old_probe = self->probe_id;
     self->current = NULL;
+    self->probe_id = 0;
     GST_OBJECT_UNLOCK (self);
     if (old != NULL) {
-      gst_pad_remove_probe (old, self->probe_id);
+      gst_pad_remove_probe (old, old_probe);
       gst_object_unref (old);
     }
-    self->probe_id = 0;
   }
   return ret;
 }
