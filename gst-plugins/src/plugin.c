@@ -6,6 +6,7 @@
  *   rtpbatch      groups RTP packets into buffer lists: the sink wakes once per list
  *   srtaccess     sets srtsrc's passphrase from a descriptor; reports refused callers
  *   clockbridge   crosses from the sender's clock to the pipeline clock (adaptive resampler)
+ *   chaindecode   decodebin behind one src pad that follows new chains (chained Ogg)
  */
 #include <gst/gst.h>
 
@@ -15,6 +16,7 @@ GST_ELEMENT_REGISTER_DECLARE (pipelinestats);
 GST_ELEMENT_REGISTER_DECLARE (rtpbatch);
 GST_ELEMENT_REGISTER_DECLARE (srtaccess);
 GST_ELEMENT_REGISTER_DECLARE (clockbridge);
+GST_ELEMENT_REGISTER_DECLARE (chaindecode);
 
 static gboolean
 plugin_init (GstPlugin * plugin)
@@ -27,6 +29,7 @@ plugin_init (GstPlugin * plugin)
   ok |= GST_ELEMENT_REGISTER (rtpbatch, plugin);
   ok |= GST_ELEMENT_REGISTER (srtaccess, plugin);
   ok |= GST_ELEMENT_REGISTER (clockbridge, plugin);
+  ok |= GST_ELEMENT_REGISTER (chaindecode, plugin);
   return ok;
 }
 

@@ -22,7 +22,8 @@
  * something other than MPEG-TS is not-negotiated, instead of silence.
  *
  * Stations with an Icecast harbor start with `fdsrc fd=0` instead of srtsrc: the engine writes the
- * source client's body (MP3, Ogg, AAC) to the child's stdin and decodebin finds its format. That
+ * source client's body (MP3, Ogg, AAC) to the child's stdin and decodebin finds its format, inside
+ * our `chaindecode`, which keeps one src pad linked when a new Ogg chain begins. That
  * input is internal (`StdinInput`): the REST/gRPC schema has no such type, only a station builds it.
  *
  * `level` measures the input (after decoding, before processing); loudnorm reports loudness in
@@ -102,7 +103,9 @@ export function compileInput(input: CompilableSpec['input']): string[][] {
         element('decodebin', { name: 'decode' }),
       ];
     case 'stdin':
-      return [element('fdsrc', { name: 'src', fd: 0, blocksize: 4096 }), element('decodebin', { name: 'decode' })];
+      // chaindecode (gst-plugins/src/chain): decodebin behind one src pad that follows a new
+      // chain of the stream (chained Ogg: liquidsoap %vorbis titles, ezstream and ices2 tracks).
+      return [element('fdsrc', { name: 'src', fd: 0, blocksize: 4096 }), element('chaindecode', { name: 'decode' })];
     default: {
       const unknown: never = input;
       throw new Error(`no compiler for input ${JSON.stringify(unknown)}`);

@@ -46,6 +46,8 @@ export const ELEMENTS = {
   typefind: { name },
   tsdemux: { name },
   decodebin: { name },
+  // Our decodebin wrapper for the stdin input: one src pad across chained streams (gst-plugins/src/chain).
+  chaindecode: { name },
   audioconvert: { name },
   audioresample: { name },
   queue: {

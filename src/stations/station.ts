@@ -106,6 +106,9 @@ export class Station {
         log: this.log,
         note: (text) => this.supervisor.note(text),
         claimInput: () => this.claimInput(),
+        returnInput: (input) => this.usedInputs.delete(input),
+        renewInput: (input) => void this.renewInput(input),
+        playing: () => this.supervisor.snapshot().state === 'running',
         now: deps.now,
       });
     }
@@ -274,6 +277,23 @@ export class Station {
   /** Engine stop. */
   shutdown(): Promise<void> {
     return this.serialize(() => this.doStop());
+  }
+
+  /**
+   * A source left after sending bytes that never played (a broken start, a client that gave up):
+   * the child is replaced by a stop and a start, which is neither a failure nor a reason for
+   * back-off. Only while that child is still the current one and the station runs.
+   */
+  private renewInput(input: Writable): Promise<void> {
+    return this.serialize(async () => {
+      if (!this.enabled || this.supervisor.input() !== input) {
+        input.end();
+        return;
+      }
+      this.supervisor.note('the source left before its audio played: replacing the child');
+      await this.supervisor.stop();
+      if (this.enabled) this.supervisor.start();
+    });
   }
 
   /** Waits for a child of this station whose stdin no source has used yet. */

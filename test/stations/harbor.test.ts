@@ -114,8 +114,8 @@ void t.test('an Icecast station: ffmpeg as a source client (MP3, then Ogg) comes
 
   const logs = await api(dashboardOf(engine), 'GET', '/api/stations/studio-ice/logs?lines=10000');
   t.match(logs.text, 'source connected from 127.0.0.1', 'the station log tells the source story');
-  t.match(logs.text, 'refused: a source is already connected');
-  t.match(logs.text, 'refused: wrong credentials');
+  t.match(logs.text, 'refused (403): a source is already connected');
+  t.match(logs.text, 'refused (401): wrong credentials');
   const everything = `${logs.text}\n${engine.logs.map((l) => JSON.stringify(l)).join('\n')}\n${engine.stderr.join('\n')}`;
   t.notMatch(everything, password, 'the password is in no log');
 });

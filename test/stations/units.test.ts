@@ -42,7 +42,7 @@ void t.test('station config: defaults, icecast needs a password, the password on
 void t.test('the stdin input is internal: the compiler writes fdsrc fd=0, the REST/gRPC schema refuses it', async (t) => {
   const argv = compilePipeline({ input: { type: 'stdin' }, processing: [], output: { ...output, type: 'rtp', ttl: 16, channels: 2, encoding: 'L24', ptime: 1, payload_type: 96, dscp: 34 } }, { statsIntervalMs: 1000, packetsPerSend: 4 });
   t.same(argv.slice(0, 9), ['-m', '-f', '-e', '--', 'fdsrc', 'name=src', 'fd=0', 'blocksize=4096', '!']);
-  t.same(argv.slice(9, 11), ['decodebin', 'name=decode'], 'decodebin finds the format of the body itself');
+  t.same(argv.slice(9, 11), ['chaindecode', 'name=decode'], 'decodebin (inside chaindecode) finds the format of the body itself');
   t.notOk(argv.includes('tsdemux'));
   t.ok(argv.includes('async=true'), 'the stdin graph prerolls at its sink');
   t.notOk(argv.some((a) => a.startsWith('srtsrc')));
@@ -81,7 +81,7 @@ void t.test('the TCP probe and the holder search see a real listener (this proce
 void t.test('Icecast request heads and Basic credentials', async (t) => {
   const head = parseRequestHead('SOURCE /live ICE/1.0\r\nAuthorization: Basic c291cmNlOnB3\r\ncontent-type: audio/mpeg');
   t.equal(head?.method, 'SOURCE');
-  t.equal(head?.mount, '/live');
+  t.equal(head?.path, '/live');
   t.equal(head?.headers.get('content-type'), 'audio/mpeg');
   t.equal(parseRequestHead('PUT /live HTTP/1.1\r\nExpect: 100-continue')?.headers.get('expect'), '100-continue');
   t.equal(parseRequestHead('GET / HTTP/2'), undefined);
