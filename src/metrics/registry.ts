@@ -1,7 +1,8 @@
 /**
  * The engine's metrics: an own prom-client Registry (never the global one), every value read at
- * scrape time from the pipeline registry and /proc, so nothing is counted on the audio path and a
- * deleted pipeline's series are gone at the next scrape.
+ * scrape time from the pipeline registry and /proc, so nothing is counted on the audio path. Every
+ * per-pipeline series exists from the pipeline's creation (it is in the registry before any child)
+ * to its deletion: a deleted pipeline's series are gone at the next scrape.
  */
 import { collectDefaultMetrics, Counter, Gauge, Registry } from 'prom-client';
 import type { PipelineSupervisor } from '../supervisor/supervisor.js';
@@ -91,10 +92,12 @@ export function createMetrics(pipelines: SupervisedSource, version: string): Reg
     },
   });
 
-  // Both child series read one /proc sample per scrape (they are collected together), filtered
-  // to the pipelines that still exist.
-  let sample: { at: number; values: Promise<Map<string, ProcessStats>> } | undefined;
-  const sampleChildren = (): Promise<Map<string, ProcessStats>> => {
+  // Both child series read one /proc sample per scrape (they are collected together). CPU is the
+  // pipeline's, summed over its children: a child's last sampled CPU time is kept when it is
+  // replaced (what it used after the last scrape before its end is not counted).
+  const cpu = new Map<string, { pid: number | undefined; last: number; base: number }>();
+  let sample: { at: number; values: Promise<Map<string, { cpuSeconds: number; residentBytes: number }>> } | undefined;
+  const sampleChildren = (): Promise<Map<string, { cpuSeconds: number; residentBytes: number }>> => {
     const now = Date.now();
     if (sample === undefined || now - sample.at > 100) {
       sample = {
@@ -102,10 +105,22 @@ export function createMetrics(pipelines: SupervisedSource, version: string): Reg
         values: Promise.all(
           [...pipelines.entries()].map(async ({ record, supervisor }) => {
             const pid = supervisor.pid;
-            const stats = pid === undefined ? undefined : await readProcessStats(pid);
-            return [record.id, stats] as const;
+            const stats: ProcessStats | undefined = pid === undefined ? undefined : await readProcessStats(pid);
+            const seen = cpu.get(record.id) ?? { pid, last: 0, base: 0 };
+            if (seen.pid !== pid) {
+              seen.base += seen.last;
+              seen.last = 0;
+              seen.pid = pid;
+            }
+            if (stats !== undefined) seen.last = Math.max(seen.last, stats.cpuSeconds);
+            cpu.set(record.id, seen);
+            return [record.id, { cpuSeconds: seen.base + seen.last, residentBytes: stats?.residentBytes ?? 0 }] as const;
           }),
-        ).then((rows) => new Map(rows.filter((r): r is readonly [string, ProcessStats] => r[1] !== undefined))),
+        ).then((rows) => {
+          const live = new Set(rows.map(([id]) => id));
+          for (const id of cpu.keys()) if (!live.has(id)) cpu.delete(id);
+          return new Map(rows);
+        }),
       };
     }
     return sample.values.then((values) => {
@@ -116,7 +131,7 @@ export function createMetrics(pipelines: SupervisedSource, version: string): Reg
 
   new Counter({
     name: 'audio_engine_pipeline_child_cpu_seconds_total',
-    help: 'CPU time (user + system) used by the current child process of the pipeline, seconds.',
+    help: 'CPU time (user + system) used by the child processes of the pipeline since it was loaded, seconds.',
     labelNames: ['pipeline_id'],
     registers: [registry],
     async collect() {
@@ -126,7 +141,7 @@ export function createMetrics(pipelines: SupervisedSource, version: string): Reg
   });
   new Gauge({
     name: 'audio_engine_pipeline_child_resident_memory_bytes',
-    help: 'Resident memory of the current child process of the pipeline, bytes.',
+    help: 'Resident memory of the current child process of the pipeline, bytes (0 while it has none).',
     labelNames: ['pipeline_id'],
     registers: [registry],
     async collect() {
