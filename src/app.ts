@@ -53,6 +53,10 @@ export interface Engine {
 
 /** Each child: SIGINT (EOS), then SIGTERM after eosMs, then SIGKILL after termMs more (all children in parallel). */
 export const STOP_BOUNDS = { eosMs: 3000, termMs: 2000 } as const;
+/** A child not PLAYING this long after its start (a station's stdin child: after a source got its input) is killed and restarted. */
+export const READY_TIMEOUT_MS = 10_000;
+/** How long gst-launch may take to exit after "pipeline doesn't want to preroll" before it is killed. */
+export const PREROLL_EXIT_MS = 2000;
 
 /**
  * Type=notify readiness: under systemd (NOTIFY_SOCKET set) `systemd-notify --ready`, run like any
@@ -96,6 +100,8 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
     logLines: 2000,
     statsIntervalMs: config.engine.metrics_interval_ms,
     stallAfterMs: Math.max(5000, 5 * config.engine.metrics_interval_ms),
+    readyTimeoutMs: READY_TIMEOUT_MS,
+    prerollExitMs: PREROLL_EXIT_MS,
   };
   const compile = {
     statsIntervalMs: config.engine.metrics_interval_ms,
