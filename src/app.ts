@@ -127,8 +127,8 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
     harborHost: '0.0.0.0',
     sourceWaitMs: 5000,
   });
-  const health = new EngineHealth(VERSION, startedAt, () => checkGstreamer(gst));
-  const metrics = createMetrics({ entries: () => [...pipelines.entries(), ...stations.entries()] }, VERSION);
+  const health = new EngineHealth(VERSION, startedAt, () => checkGstreamer(gst), Date.now, () => pipelines.damaged());
+  const metrics = createMetrics({ entries: () => [...pipelines.entries(), ...stations.entries()] }, VERSION, () => pipelines.damaged().length);
   const rest = await buildRestServer({ log, keys, health, pipelines, metrics });
   const dashboard = await buildDashboardServer({ log, keys, health, stations });
   const grpc = buildGrpcServer({
@@ -154,11 +154,15 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
       const reaped = await reapLeftovers(config.stateDir);
       if (reaped.length > 0) log.warn({ event: 'reaped', pids: reaped }, `ended ${reaped.length} child process(es) left by an earlier run`);
       // The element check also warms the GStreamer registry (cold: about 1 s). It runs while the
-      // servers come up; stored pipelines start once it is done, so each child starts warm.
+      // servers come up; children start once it is done, so each child starts warm.
       const check = health.prime(await loadCheck(config.stateDir, gst)).then(async (result) => {
         if (!result.ok) log.error({ event: 'gstreamer-missing', missing: result.missing }, result.reason ?? 'GStreamer check failed');
         await saveCheck(config.stateDir, gst, result).catch(() => undefined);
       });
+      // Stored pipelines are in the registry (held, state `pending`) and the store's folder exists
+      // before any edge answers: the first list is complete and a create cannot meet a missing
+      // folder or a second start of the same record.
+      const loaded = await pipelines.load();
       await rest.listen({ host: config.server.bind, port: options.ports?.rest ?? config.server.rest_port });
       const address = rest.server.address();
       const restPort = typeof address === 'object' && address !== null ? address.port : config.server.rest_port;
@@ -172,10 +176,12 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
         `audio-engine ${VERSION} ready in ${Date.now() - startedAt} ms: REST on ${config.server.bind}:${restPort}, gRPC on port ${grpcPort}, dashboard on port ${dashboardPort}`,
       );
       await check;
-      const [restored, started] = await Promise.all([pipelines.restore(), stations.autostart()]);
+      // Held pipelines (stored ones and those created since the servers listen) start now.
+      const held = pipelines.startChildren();
+      const started = await stations.autostart();
       if (stations.size > 0) log.info({ event: 'stations-started', started, configured: stations.size }, `${started} of ${stations.size} station(s) started`);
-      log.info({ event: 'restored', restored: restored.restored, damaged: restored.damaged }, `${restored.restored} stored pipeline(s) started`);
-      await notifySystemd(env, log, `ready: ${restored.restored} pipeline(s), ${started} station(s); REST :${restPort}, gRPC :${grpcPort}, dashboard :${dashboardPort}`);
+      log.info({ event: 'restored', restored: loaded.loaded, damaged: loaded.damaged, started: held }, `${loaded.loaded} stored pipeline(s) started (${held} child(ren) in all)`);
+      await notifySystemd(env, log, `ready: ${loaded.loaded} pipeline(s), ${started} station(s); REST :${restPort}, gRPC :${grpcPort}, dashboard :${dashboardPort}`);
       return { restPort, grpcPort, dashboardPort };
     },
     async close(): Promise<void> {

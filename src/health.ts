@@ -1,11 +1,19 @@
 /** Health: status, version and uptime; unhealthy when the engine cannot run pipelines. */
 import type { GstCheck } from './gst/environment.js';
 
+/** A stored pipeline record set aside at start-up because it could not be read. */
+export interface DamagedRecordReport {
+  file: string;
+  reason: string;
+}
+
 export interface HealthReport {
   status: 'healthy' | 'unhealthy';
   version: string;
   uptime: string;
   reason?: string;
+  /** Present when records were set aside at start-up: those pipelines are not running. */
+  damaged_records?: DamagedRecordReport[];
 }
 
 /** "3h 12m": whole hours and minutes since start. */
@@ -23,6 +31,7 @@ export class EngineHealth {
     private readonly startedAt: number,
     private readonly runCheck: () => Promise<GstCheck>,
     private readonly now: () => number = Date.now,
+    private readonly damaged: () => readonly DamagedRecordReport[] = () => [],
   ) {}
 
   /**
@@ -49,8 +58,11 @@ export class EngineHealth {
     let result = await (this.check ?? this.prime());
     if (!result.ok && this.now() - this.checkedAt > 10_000) result = await this.prime();
     const uptime = formatUptime(this.now() - this.startedAt);
-    return result.ok
+    const damaged = this.damaged();
+    const report: HealthReport = result.ok
       ? { status: 'healthy', version: this.version, uptime }
       : { status: 'unhealthy', version: this.version, uptime, reason: result.reason ?? 'cannot run pipelines' };
+    if (damaged.length > 0) report.damaged_records = damaged.map((d) => ({ file: d.file, reason: d.reason }));
+    return report;
   }
 }

@@ -18,9 +18,12 @@ export interface SupervisedSource {
   entries(): Iterable<{ record: { id: string }; supervisor: PipelineSupervisor }>;
 }
 
-const STATES: readonly ChildState[] = ['starting', 'running', 'exited', 'backoff', 'failed', 'stopping', 'stopped'];
+const STATES: readonly ChildState[] = ['pending', 'starting', 'running', 'exited', 'backoff', 'failed', 'stopping', 'stopped'];
 
-export function createMetrics(pipelines: SupervisedSource, version: string): Registry {
+/** Count of stored pipeline records set aside at start-up (they do not run). */
+export type DamagedRecordCount = () => number;
+
+export function createMetrics(pipelines: SupervisedSource, version: string, damagedRecords: DamagedRecordCount = () => 0): Registry {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: 'audio_engine_' });
   // Gauges named *_total break the exposition conventions (promtool: "non-counter metrics should
@@ -35,6 +38,15 @@ export function createMetrics(pipelines: SupervisedSource, version: string): Reg
     labelNames: ['version'],
     registers: [registry],
   }).set({ version }, 1);
+
+  new Gauge({
+    name: 'audio_engine_damaged_records',
+    help: 'Stored pipeline records set aside at start-up because they could not be read (those pipelines do not run; see /health).',
+    registers: [registry],
+    collect() {
+      this.set(damagedRecords());
+    },
+  });
 
   new Gauge({
     name: 'audio_engine_pipelines',

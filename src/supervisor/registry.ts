@@ -2,7 +2,14 @@
  * All pipelines of the engine: the one service REST and gRPC drive. Creating one validates
  * conflicts, persists the record durably, then starts its supervisor; deleting one ends its child
  * before it answers. At start every stored pipeline comes back with its id and runs again.
+ *
+ * Start-up has two steps, so the edges can answer truthfully from their first request:
+ * `load()` (before REST, gRPC and the dashboard listen) reads the store and puts every stored
+ * pipeline in the registry with a held supervisor (state `pending`); `startChildren()` (once the
+ * GStreamer check is done) starts them. A pipeline created between the two is held the same way
+ * and starts with them. Each pipeline has exactly one supervisor, made only by `addPipeline`.
  */
+import path from 'node:path';
 import type { Logger } from 'pino';
 import { compilePipeline, type CompileOptions } from '../compiler/compile.js';
 import { LimitError, NotFoundError, PortInUseError } from '../errors.js';
@@ -24,6 +31,13 @@ export interface PipelineView extends RuntimeInfo, InputReport {
   input: PipelineSpec['input'];
   processing: PipelineSpec['processing'];
   output: PipelineSpec['output'];
+}
+
+/** A stored record that could not be read and was set aside (renamed), with the reason. */
+export interface DamagedRecord {
+  /** File name, in <state_dir>/pipelines. */
+  file: string;
+  reason: string;
 }
 
 export interface Pipeline {
@@ -50,20 +64,46 @@ export class PipelineRegistry {
   private readonly claiming = new Map<number, string>();
   private seq = 0;
   private closing = false;
+  /** False until startChildren(): new pipelines wait in `pending`. */
+  private childrenAllowed = false;
+  /** Records set aside at load (damaged), for health and metrics. */
+  private damagedRecords: DamagedRecord[] = [];
 
   constructor(private readonly options: RegistryOptions) {}
 
-  /** Loads every stored pipeline and starts it. */
-  async restore(): Promise<{ restored: number; damaged: number }> {
+  /**
+   * Reads every stored pipeline (creating the store's folder) into the registry, held: no child
+   * starts before startChildren(). Damaged records are set aside, logged and kept for health.
+   */
+  async load(): Promise<{ loaded: number; damaged: number }> {
     const { records, damaged } = await this.options.store.open();
     for (const item of damaged) {
       this.options.log.error({ event: 'damaged-record', file: item.file, reason: item.reason }, `set aside a damaged pipeline record: ${item.file}: ${item.reason}`);
     }
+    this.damagedRecords = damaged.map((item) => ({ file: path.basename(item.file), reason: item.reason }));
     for (const record of records) {
       this.seq = Math.max(this.seq, record.seq);
-      this.startPipeline(record);
+      this.addPipeline(record);
     }
-    return { restored: records.length, damaged: damaged.length };
+    return { loaded: records.length, damaged: damaged.length };
+  }
+
+  /** Starts the child of every pipeline held so far; pipelines created from now on start at once. */
+  startChildren(): number {
+    if (this.closing || this.childrenAllowed) return 0;
+    this.childrenAllowed = true;
+    let started = 0;
+    for (const { supervisor } of this.pipelines.values()) {
+      if (supervisor.snapshot().state !== 'pending') continue;
+      supervisor.start();
+      started += 1;
+    }
+    return started;
+  }
+
+  /** Records set aside at load. */
+  damaged(): readonly DamagedRecord[] {
+    return this.damagedRecords;
   }
 
   async create(spec: PipelineSpec): Promise<PipelineView> {
@@ -86,8 +126,8 @@ export class PipelineRegistry {
         created_at: this.options.now().toISOString(),
         spec,
       };
-      await this.options.store.put(record);
-      const pipeline = this.startPipeline(record);
+      await this.options.store.put(record); // throws StorageError, having left nothing behind
+      const pipeline = this.addPipeline(record);
       return this.view(pipeline);
     } finally {
       this.claiming.delete(port);
@@ -148,12 +188,15 @@ export class PipelineRegistry {
     if (other !== undefined) throw new PortInUseError(port, `input.port ${port} is already in use by pipeline ${other}`);
   }
 
-  private startPipeline(record: PipelineRecord): Pipeline {
+  /** The one place a pipeline gets its supervisor: started now, or held until startChildren(). */
+  private addPipeline(record: PipelineRecord): Pipeline {
+    if (this.pipelines.has(record.id)) throw new Error(`pipeline ${record.id} is already in the registry`);
     const args = compilePipeline(record.spec, this.options.compile);
     const supervisor = new PipelineSupervisor(record.id, args, this.options.supervisorDeps);
     const pipeline: Pipeline = { record, supervisor };
     this.pipelines.set(record.id, pipeline);
-    supervisor.start();
+    if (this.childrenAllowed) supervisor.start();
+    else supervisor.hold();
     return pipeline;
   }
 

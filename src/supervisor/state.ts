@@ -3,6 +3,7 @@
  * is kept apart from the observed state (what the child is doing). Pure: the supervisor feeds it
  * events and acts on the result.
  *
+ *   stopped ──hold──▶ pending ──spawn──▶ starting (loaded before the engine can start children)
  *   starting ──ready──▶ running
  *   starting/running ──exit──▶ exited ──▶ starting (clean end: at once)
  *                                     ──timer──▶ starting (no audio from the source: soon, spaced)
@@ -12,10 +13,12 @@
  */
 import type { ExitClass } from './exit.js';
 
-export type ChildState = 'starting' | 'running' | 'exited' | 'backoff' | 'failed' | 'stopping' | 'stopped';
+export type ChildState = 'pending' | 'starting' | 'running' | 'exited' | 'backoff' | 'failed' | 'stopping' | 'stopped';
 export type Desired = 'run' | 'stop';
 
 export type ChildEvent =
+  /** Wanted, but its first child must wait (the engine's GStreamer check is still running). */
+  | { type: 'hold' }
   | { type: 'spawn' }
   | { type: 'ready' }
   | { type: 'exit'; class: ExitClass; ranMs: number }
@@ -54,15 +57,17 @@ export function noDataRestartDelay(ranMs: number): number {
 export function transition(state: ChildState, desired: Desired, event: ChildEvent): Transition {
   const none: Action = { do: 'none' };
   switch (event.type) {
+    case 'hold':
+      return desired === 'run' && state === 'stopped' ? { state: 'pending', action: none } : { state, action: none };
     case 'spawn':
-      if (desired === 'run' && (state === 'stopped' || state === 'exited' || state === 'backoff')) {
+      if (desired === 'run' && (state === 'pending' || state === 'stopped' || state === 'exited' || state === 'backoff')) {
         return { state: 'starting', action: { do: 'spawn' } };
       }
       return { state, action: none };
     case 'ready':
       return state === 'starting' ? { state: 'running', action: none } : { state, action: none };
     case 'exit': {
-      if (desired === 'stop' || state === 'stopping') return { state: 'stopped', action: none };
+      if (desired === 'stop' || state === 'stopping' || state === 'pending') return { state: 'stopped', action: none };
       const cls = event.class;
       switch (cls.kind) {
         case 'permanent':
@@ -93,6 +98,7 @@ export function transition(state: ChildState, desired: Desired, event: ChildEven
         case 'backoff':
         case 'exited':
           return { state: 'stopped', action: { do: 'cancel-retry' } };
+        case 'pending':
         case 'failed':
         case 'stopped':
           return { state: 'stopped', action: none };

@@ -113,6 +113,12 @@ export class PipelineSupervisor {
     this.dispatch({ type: 'spawn' });
   }
 
+  /** Wanted, but the first child waits for start() (state `pending`): the engine is not ready for children yet. */
+  hold(): void {
+    this.desired = 'run';
+    this.dispatch({ type: 'hold' });
+  }
+
   /** Ends the child (EOS, then SIGTERM, then SIGKILL after bounds); resolves once it is gone. */
   stop(): Promise<void> {
     this.desired = 'stop';

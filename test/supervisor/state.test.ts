@@ -43,3 +43,13 @@ void t.test('a source that sent no audio restarts soon, spaced, without back-off
   t.same(transition('exited', 'stop', { type: 'retry-due' }), { state: 'exited', action: { do: 'none' } });
   t.same(transition('stopping', 'stop', { type: 'exit', class: noData, ranMs: 10 }), { state: 'stopped', action: { do: 'none' } });
 });
+
+void t.test('a pipeline loaded before the engine can start children waits in pending', async (t) => {
+  t.same(transition('stopped', 'run', { type: 'hold' }), { state: 'pending', action: { do: 'none' } });
+  t.same(transition('running', 'run', { type: 'hold' }), { state: 'running', action: { do: 'none' } }, 'hold never touches a child');
+  t.same(transition('pending', 'run', { type: 'spawn' }), { state: 'starting', action: { do: 'spawn' } });
+  t.same(transition('pending', 'stop', { type: 'stop' }), { state: 'stopped', action: { do: 'none' } }, 'deleted before its first child: nothing to end');
+  t.same(transition('pending', 'run', { type: 'ready' }), { state: 'pending', action: { do: 'none' } });
+  t.same(transition('pending', 'run', { type: 'retry-due' }), { state: 'pending', action: { do: 'none' } });
+  t.same(transition('pending', 'run', { type: 'exit', class: { kind: 'clean' }, ranMs: 5000 }), { state: 'stopped', action: { do: 'none' } });
+});

@@ -7,6 +7,7 @@ const HealthResponse = Type.Object({
   version: Type.String(),
   uptime: Type.String(),
   reason: Type.Optional(Type.String()),
+  damaged_records: Type.Optional(Type.Array(Type.Object({ file: Type.String(), reason: Type.String() }))),
 });
 
 export function healthRoutes(health: EngineHealth): FastifyPluginAsyncTypebox {
