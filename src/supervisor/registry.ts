@@ -12,7 +12,7 @@
 import path from 'node:path';
 import type { Logger } from 'pino';
 import { compilePipeline, type CompileOptions } from '../compiler/compile.js';
-import { LimitError, NotFoundError, PortInUseError } from '../errors.js';
+import { LimitError, NotFoundError, PortInUseError, StorageError } from '../errors.js';
 import type { PortProbe } from '../net/udp-port.js';
 import type { PipelineSpec } from '../spec/schema.js';
 import { newPipelineId, PIPELINE_ID } from '../store/ids.js';
@@ -126,7 +126,13 @@ export class PipelineRegistry {
         created_at: this.options.now().toISOString(),
         spec,
       };
-      await this.options.store.put(record); // throws StorageError, having left nothing behind
+      try {
+        await this.options.store.put(record);
+      } catch (error) {
+        // StorageError: the store left nothing behind; the port claim ends below.
+        if (error instanceof StorageError) this.options.log.error({ event: 'store-failed', errno: error.errno, pipeline_id: id, port }, `pipeline not created: ${error.message}`);
+        throw error;
+      }
       const pipeline = this.addPipeline(record);
       return this.view(pipeline);
     } finally {
