@@ -1,14 +1,18 @@
 /**
  * Real children restarted under a real SRT caller: metrics scraped all along keep every series
  * without a gap, counters never go down, and a dead child's values do not linger. An SRT caller
- * that connects and leaves without sending is no failure: no back-off, a prompt restart.
+ * or an Icecast source that connects and leaves without sending is no failure: no back-off, a
+ * prompt restart.
  */
 import { spawn, spawnSync } from 'node:child_process';
+import { connect } from 'node:net';
 import t from 'tap';
+import type { StationView } from '../../src/stations/station.js';
 import type { PipelineView } from '../../src/supervisor/registry.js';
-import { api, createPipeline, startEngine, waitForPipeline, type EngineProcess } from '../helpers/engine-process.js';
+import { api, createPipeline, eventually, startEngine, waitForPipeline, type EngineProcess } from '../helpers/engine-process.js';
 import { freeUdpPort } from '../helpers/ports.js';
 import { sendSine } from '../helpers/srt-sender.js';
+import { dashboardOf, freeStationNumber, harborPortOf, stationToml } from '../helpers/stations.js';
 
 /** Every series of the scrape with a `pipeline_id="id"` label: `name{labels}` -> value. */
 function seriesOf(scrape: string, id: string): Map<string, number> {
@@ -142,4 +146,48 @@ void t.test('SRT callers that connect and send nothing: restarted soon, never ba
   const exits = engine.logs.filter((l) => l.pipeline_id === made.id && l.event === 'exit');
   t.ok(exits.every((l) => l.class === 'no-data' && l.level === 30), 'logged as info, class no-data, not as a failure');
   t.notOk(engine.logs.some((l) => l.pipeline_id === made.id && l.event === 'retry'), 'no back-off scheduled');
+});
+
+/** An Icecast source client (PUT, as ffmpeg) that is accepted, sends no byte of audio and hangs up. */
+function emptyIcecastSource(port: number, password: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1');
+    let answer = '';
+    socket.setEncoding('latin1');
+    socket.on('data', (chunk: string) => {
+      answer += chunk;
+      if (answer.includes('\r\n\r\n')) setTimeout(() => socket.end(), 500);
+    });
+    socket.once('error', reject);
+    socket.once('close', () => resolve(answer.split('\r\n')[0] ?? ''));
+    const auth = Buffer.from(`source:${password}`).toString('base64');
+    socket.write(`PUT /live HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Basic ${auth}\r\nContent-Type: audio/mpeg\r\nExpect: 100-continue\r\n\r\n`);
+  });
+}
+
+void t.test('Icecast sources that connect and send nothing: the station restarts soon, never backed off', async (t) => {
+  const number = await freeStationNumber();
+  const password = 'quiet source';
+  const engine = await startEngine(t, { extraToml: stationToml({ id: 'empty-ice', number, rtpPort: 9, harbor: 'icecast', password }) });
+  const dashboard = dashboardOf(engine);
+  const station = async (): Promise<StationView> => (await api<StationView>(dashboard, 'GET', '/api/stations/empty-ice')).body;
+  const seen = new Set<string>();
+  for (let round = 1; round <= 3; round++) {
+    const before = await eventually(async () => {
+      const s = await station();
+      seen.add(s.state);
+      return s.pid !== null && s.restarts === round - 1 ? s : undefined;
+    }, 20_000, `a child waiting for a source, round ${round}`);
+    const status = await emptyIcecastSource(harborPortOf(number), password);
+    t.match(status, /^HTTP\/1\.[01] (100|200)/, `round ${round}: the source was accepted (${status})`);
+    const started = Date.now();
+    const back = await eventually(async () => {
+      const s = await station();
+      seen.add(s.state);
+      return s.restarts === round && s.pid !== null && s.pid !== before.pid ? s : undefined;
+    }, 20_000, `a new child after empty source ${round}`);
+    t.match(back.last_error, /source ended before sending any audio|stream ended before any audio/, `round ${round}: ${back.last_error ?? ''} (new child ${Date.now() - started} ms after the source left)`);
+  }
+  t.notOk(seen.has('backoff'), `never in back-off (states seen: ${[...seen].join(', ')})`);
+  t.notOk(engine.logs.some((l) => l.station_id === 'empty-ice' && l.event === 'retry'), 'no back-off scheduled');
 });
