@@ -156,8 +156,8 @@ export interface Pipeline {
     | OutputConfig
     | undefined;
   /**
-   * The child process: "starting", "running", "exited", "backoff", "failed", "stopping",
-   * "stopped".
+   * The child process: "pending" (no child yet: the engine is starting), "starting", "running",
+   * "exited", "backoff", "failed", "stopping", "stopped".
    */
   state: string;
   /** Process id of the current child; absent when there is none. */
