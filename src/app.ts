@@ -53,7 +53,7 @@ export interface Engine {
 
 /** Each child: SIGINT (EOS), then SIGTERM after eosMs, then SIGKILL after termMs more (all children in parallel). */
 export const STOP_BOUNDS = { eosMs: 3000, termMs: 2000 } as const;
-/** A child not PLAYING this long after its start (a station's stdin child: after a source got its input) is killed and restarted. */
+/** A child not PLAYING this long after its start (a station's stdin child: twice this long after a source got its input) is killed and restarted. */
 export const READY_TIMEOUT_MS = 10_000;
 /** How long gst-launch may take to exit after "pipeline doesn't want to preroll" before it is killed. */
 export const PREROLL_EXIT_MS = 2000;

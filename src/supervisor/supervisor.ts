@@ -30,8 +30,8 @@ export interface SupervisorDeps {
   /** A running child that sends no statistics this long is stalled and restarted. */
   stallAfterMs: number;
   /**
-   * A child that has not reached PLAYING this long after it started (a stdin child: after its
-   * input was handed to a source) is killed and restarted.
+   * A child that has not reached PLAYING this long after it started is killed and restarted (a
+   * stdin child: twice this long after its input was handed to a source).
    */
   readyTimeoutMs: number;
   /** After gst-launch says the pipeline would not preroll, how long it may take to exit before it is killed. */
@@ -159,8 +159,11 @@ export class PipelineSupervisor {
     if (this.state !== 'starting' && this.state !== 'running') return undefined;
     const child = this.child;
     if (child?.stdin === undefined) return undefined;
-    // A stdin graph prerolls only once data comes: its ready deadline starts when a source gets it.
-    if (this.inputHandedTo !== child && this.state === 'starting') this.armReadyTimer(child, this.deps.readyTimeoutMs, { cause: 'not-playing', afterMs: this.deps.readyTimeoutMs });
+    // A stdin graph prerolls only once data comes: its ready deadline starts when a source gets it,
+    // and is twice the usual, so that a source that sends nothing is ended by the harbor's own idle
+    // bound (10 s: stdin ends, "no data", no back-off) before it could count as a child failure.
+    const deadline = 2 * this.deps.readyTimeoutMs;
+    if (this.inputHandedTo !== child && this.state === 'starting') this.armReadyTimer(child, deadline, { cause: 'not-playing', afterMs: deadline });
     this.inputHandedTo = child;
     return child.stdin;
   }
