@@ -60,6 +60,10 @@ export interface Engine {
 
 /** Each child: SIGINT (EOS), then SIGTERM after eosMs, then SIGKILL after termMs more (all children in parallel). */
 export const STOP_BOUNDS = { eosMs: 3000, termMs: 2000 } as const;
+/** A child not PLAYING this long after its start (a station's stdin child: twice this long after a source got its input) is killed and restarted. */
+export const READY_TIMEOUT_MS = 10_000;
+/** How long gst-launch may take to exit after "pipeline doesn't want to preroll" before it is killed. */
+export const PREROLL_EXIT_MS = 2000;
 
 /**
  * Type=notify readiness: under systemd (NOTIFY_SOCKET set) `systemd-notify --ready`, run like any
@@ -140,6 +144,8 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
     statsIntervalMs: config.engine.metrics_interval_ms,
     stallAfterMs: Math.max(5000, 5 * config.engine.metrics_interval_ms),
     hostOverloaded: () => capacity.overloaded(),
+    readyTimeoutMs: READY_TIMEOUT_MS,
+    prerollExitMs: PREROLL_EXIT_MS,
   };
   const compile = {
     statsIntervalMs: config.engine.metrics_interval_ms,
@@ -167,8 +173,8 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
     sourceWaitMs: 5000,
     capacity,
   });
-  const health = new EngineHealth(VERSION, startedAt, () => checkGstreamer(gst), Date.now, () => capacity.overload());
-  const metrics = createMetrics({ entries: () => [...pipelines.entries(), ...stations.entries()] }, VERSION, capacity);
+  const health = new EngineHealth(VERSION, startedAt, () => checkGstreamer(gst), Date.now, () => pipelines.damaged(), () => capacity.overload());
+  const metrics = createMetrics({ entries: () => [...pipelines.entries(), ...stations.entries()] }, VERSION, capacity, () => pipelines.damaged().length);
   const { ptp, aes67 } = createAes67(config, log, pipelines, stations);
   registerPtpMetrics(metrics, ptp);
   const rest = await buildRestServer({ log, keys, health, pipelines, metrics, aes67, ptp });
@@ -199,11 +205,15 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
       const reaped = await reapLeftovers(config.stateDir);
       if (reaped.length > 0) log.warn({ event: 'reaped', pids: reaped }, `ended ${reaped.length} child process(es) left by an earlier run`);
       // The element check also warms the GStreamer registry (cold: about 1 s). It runs while the
-      // servers come up; stored pipelines start once it is done, so each child starts warm.
+      // servers come up; children start once it is done, so each child starts warm.
       const check = health.prime(await loadCheck(config.stateDir, gst)).then(async (result) => {
         if (!result.ok) log.error({ event: 'gstreamer-missing', missing: result.missing }, result.reason ?? 'GStreamer check failed');
         await saveCheck(config.stateDir, gst, result).catch(() => undefined);
       });
+      // Stored pipelines are in the registry (held, state `pending`) and the store's folder exists
+      // before any edge answers: the first list is complete and a create cannot meet a missing
+      // folder or a second start of the same record.
+      const loaded = await pipelines.load();
       await rest.listen({ host: config.server.bind, port: options.ports?.rest ?? config.server.rest_port });
       const address = rest.server.address();
       const restPort = typeof address === 'object' && address !== null ? address.port : config.server.rest_port;
@@ -219,10 +229,13 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
       await Promise.all([check, capacity.measured()]);
       await ptp.start();
       aes67.start();
-      const [restored, started] = await Promise.all([pipelines.restore(), stations.autostart()]);
+      // Held pipelines (stored ones and those created since the servers listen) start now, in
+      // creation order while the host has room.
+      const held = pipelines.startChildren();
+      const started = await stations.autostart();
       if (stations.size > 0) log.info({ event: 'stations-started', started, configured: stations.size }, `${started} of ${stations.size} station(s) started`);
-      log.info({ event: 'restored', restored: restored.restored, damaged: restored.damaged }, `${restored.restored} stored pipeline(s) started`);
-      await notifySystemd(env, log, `ready: ${restored.restored} pipeline(s), ${started} station(s); REST :${restPort}, gRPC :${grpcPort}, dashboard :${dashboardPort}`);
+      log.info({ event: 'restored', restored: loaded.loaded, damaged: loaded.damaged, started: held }, `${loaded.loaded} stored pipeline(s) started (${held} child(ren) in all)`);
+      await notifySystemd(env, log, `ready: ${loaded.loaded} pipeline(s), ${started} station(s); REST :${restPort}, gRPC :${grpcPort}, dashboard :${dashboardPort}`);
       return { restPort, grpcPort, dashboardPort };
     },
     async close(): Promise<void> {

@@ -26,6 +26,10 @@ export const errorTable = {
   /** The same for a station start on the dashboard: a conflict with the host's state, like a held port. */
   STATION_AT_CAPACITY: { http: 409, grpc: GrpcCode.RESOURCE_EXHAUSTED },
   ENGINE_UNAVAILABLE: { http: 503, grpc: GrpcCode.UNAVAILABLE },
+  /** The state directory's file system is full (ENOSPC, EDQUOT): a record cannot be written. */
+  INSUFFICIENT_STORAGE: { http: 507, grpc: GrpcCode.RESOURCE_EXHAUSTED },
+  /** Any other failure to write a record durably (read-only file system, permissions, I/O error). */
+  STORAGE_FAILED: { http: 500, grpc: GrpcCode.INTERNAL },
 } as const satisfies Record<string, { http: number; grpc: GrpcCode }>;
 
 export type ErrorCode = keyof typeof errorTable;
@@ -95,6 +99,18 @@ export class UnauthorizedError extends EngineError {
 export class UnavailableError extends EngineError {
   constructor(message: string) {
     super('ENGINE_UNAVAILABLE', message);
+  }
+}
+
+/**
+ * A pipeline record could not be written durably; nothing of the pipeline was kept. `errno` is the
+ * system's code (ENOSPC, EDQUOT, EROFS, EACCES, EIO, ...) for the log.
+ */
+export class StorageError extends EngineError {
+  readonly errno: string;
+  constructor(errno: string, message: string) {
+    super(errno === 'ENOSPC' || errno === 'EDQUOT' ? 'INSUFFICIENT_STORAGE' : 'STORAGE_FAILED', message);
+    this.errno = errno;
   }
 }
 

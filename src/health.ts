@@ -2,6 +2,12 @@
 import type { OverloadReport } from './capacity/host-capacity.js';
 import type { GstCheck } from './gst/environment.js';
 
+/** A stored pipeline record set aside at start-up because it could not be read. */
+export interface DamagedRecordReport {
+  file: string;
+  reason: string;
+}
+
 export interface HealthReport {
   status: 'healthy' | 'unhealthy';
   version: string;
@@ -9,6 +15,8 @@ export interface HealthReport {
   reason?: string;
   /** A warning while the host is overloaded, with its figures (the status stays healthy). */
   overloaded?: OverloadReport;
+  /** Present when records were set aside at start-up: those pipelines are not running. */
+  damaged_records?: DamagedRecordReport[];
 }
 
 /** "3h 12m": whole hours and minutes since start. */
@@ -26,6 +34,7 @@ export class EngineHealth {
     private readonly startedAt: number,
     private readonly runCheck: () => Promise<GstCheck>,
     private readonly now: () => number = Date.now,
+    private readonly damaged: () => readonly DamagedRecordReport[] = () => [],
     private readonly overload: () => OverloadReport | undefined = () => undefined,
   ) {}
 
@@ -54,9 +63,12 @@ export class EngineHealth {
     if (!result.ok && this.now() - this.checkedAt > 10_000) result = await this.prime();
     const uptime = formatUptime(this.now() - this.startedAt);
     const overloaded = this.overload();
-    const base = result.ok
-      ? { status: 'healthy' as const, version: this.version, uptime }
-      : { status: 'unhealthy' as const, version: this.version, uptime, reason: result.reason ?? 'cannot run pipelines' };
-    return overloaded === undefined ? base : { ...base, overloaded };
+    const damaged = this.damaged();
+    const report: HealthReport = result.ok
+      ? { status: 'healthy', version: this.version, uptime }
+      : { status: 'unhealthy', version: this.version, uptime, reason: result.reason ?? 'cannot run pipelines' };
+    if (overloaded !== undefined) report.overloaded = overloaded;
+    if (damaged.length > 0) report.damaged_records = damaged.map((d) => ({ file: d.file, reason: d.reason }));
+    return report;
   }
 }

@@ -210,3 +210,20 @@ export function compilePipeline(spec: CompilableSpec, options: CompileOptions): 
   const stats = element('pipelinestats', { name: 'stats', interval, source: 'src', buffer: 'buffer', payloader: 'pay', sink: 'out' });
   return [...GST_LAUNCH_OPTIONS, ...chain, ...stats, ...compileAccess(spec.input)];
 }
+
+/** What a compiled argv tells the statistics before its child reports anything. */
+export interface StatsLayout {
+  /** Names of the loudness steps (`loudnorm name=stepN`), in order. */
+  loudnessSteps: string[];
+  /** The input is srtsrc (SRT statistics come), not a station's stdin. */
+  srtInput: boolean;
+}
+
+export function statsLayoutOf(args: readonly string[]): StatsLayout {
+  const loudnessSteps: string[] = [];
+  args.forEach((token, i) => {
+    const next = args[i + 1];
+    if (token === 'loudnorm' && next?.startsWith('name=') === true) loudnessSteps.push(next.slice('name='.length));
+  });
+  return { loudnessSteps, srtInput: args.includes('srtsrc') };
+}

@@ -1,11 +1,14 @@
 /**
- * Per-pipeline audio and transport metrics, read at scrape time from each pipeline's latest
- * statistics (level, loudnorm and pipelinestats messages of its child). A pipeline whose child
- * has not reported yet has no such series; a deleted pipeline's series vanish at the next scrape.
+ * Per-pipeline audio and transport metrics, read at scrape time from each pipeline's statistics
+ * (level, loudnorm and pipelinestats messages of its children). Every series of a pipeline exists
+ * from its creation to its deletion: before its child's first report, and while it has no child,
+ * levels and loudness read the "no signal" floor (-120), connection, rates and fill 0 (see
+ * stats/pipeline-stats.ts). Counters are the engine's, summed over the pipeline's children, so
+ * they never go down when a child restarts. A deleted pipeline's series vanish at the next scrape.
  */
 import { Counter, Gauge, type Registry } from 'prom-client';
 import type { SupervisedSource } from './registry.js';
-import type { PipelineStats } from '../stats/pipeline-stats.js';
+import type { PipelineCounts, PipelineStats } from '../stats/pipeline-stats.js';
 
 type Labels = Record<string, string>;
 type Reading = [Labels, number][];
@@ -33,47 +36,53 @@ export function registerPipelineMetrics(registry: Registry, pipelines: Supervise
     });
   };
 
-  const perChannel = (values: number[] | undefined, id: string): Reading =>
-    (values ?? []).map((db, channel) => [{ pipeline_id: id, channel: String(channel) }, db]);
-  gauge('audio_engine_pipeline_input_rms_dbfs', 'RMS level of the decoded input per channel over the last interval, dBFS.', ['pipeline_id', 'channel'],
-    (id, s) => perChannel(s.level?.rmsDb, id));
-  gauge('audio_engine_pipeline_input_peak_dbfs', 'Sample peak of the decoded input per channel over the last interval, dBFS.', ['pipeline_id', 'channel'],
-    (id, s) => perChannel(s.level?.peakDb, id));
+  const perChannel = (values: number[], id: string): Reading =>
+    values.map((db, channel) => [{ pipeline_id: id, channel: String(channel) }, db]);
+  gauge('audio_engine_pipeline_input_rms_dbfs', 'RMS level of the decoded input per channel over the last interval, dBFS (-120 without signal or child).', ['pipeline_id', 'channel'],
+    (id, s) => perChannel(s.inputLevels().rmsDb, id));
+  gauge('audio_engine_pipeline_input_peak_dbfs', 'Sample peak of the decoded input per channel over the last interval, dBFS (-120 without signal or child).', ['pipeline_id', 'channel'],
+    (id, s) => perChannel(s.inputLevels().peakDb, id));
   gauge('audio_engine_pipeline_silence_seconds', 'How long the input has been silent (below -60 dBFS RMS) or absent, seconds.', ['pipeline_id'],
     (id, s) => [[{ pipeline_id: id }, s.silenceSeconds(now())]]);
 
-  const loudness = (pick: (e: NonNullable<ReturnType<PipelineStats['loudness']['get']>>) => [string, number][]) =>
+  type Loudness = ReturnType<PipelineStats['loudnessSteps']>[number][1];
+  const loudness = (pick: (e: Loudness) => [string, number][]) =>
     (id: string, s: PipelineStats): Reading =>
-      [...s.loudness.values()].flatMap((e) => pick(e).map(([stage, v]): [Labels, number] => [{ pipeline_id: id, step: e.element, stage }, v]));
+      s.loudnessSteps().flatMap(([step, e]) => pick(e).map(([stage, v]): [Labels, number] => [{ pipeline_id: id, step, stage }, v]));
   const lk = ['pipeline_id', 'step', 'stage'];
   gauge('audio_engine_pipeline_loudness_momentary_lufs', 'Momentary loudness (400 ms), LUFS; stage input or output of the loudness step.', lk,
     loudness((e) => [['input', e.inputMomentary], ['output', e.outputMomentary]]));
   gauge('audio_engine_pipeline_loudness_short_term_lufs', 'Short-term loudness (3 s), LUFS.', lk,
     loudness((e) => [['input', e.inputShortTerm], ['output', e.outputShortTerm]]));
-  gauge('audio_engine_pipeline_loudness_integrated_lufs', 'Integrated (gated) loudness since the child started, LUFS.', lk,
+  gauge('audio_engine_pipeline_loudness_integrated_lufs', 'Integrated (gated) loudness since the current child started, LUFS.', lk,
     loudness((e) => [['input', e.inputIntegrated], ['output', e.outputIntegrated]]));
-  gauge('audio_engine_pipeline_true_peak_dbtp', 'Highest true peak since the child started, dBTP.', lk,
+  gauge('audio_engine_pipeline_true_peak_dbtp', 'Highest true peak since the current child started, dBTP.', lk,
     loudness((e) => [['input', e.inputTruePeak], ['output', e.outputTruePeak]]));
-  gauge('audio_engine_pipeline_loudness_range_lu', 'Loudness range (EBU Tech 3342) of the input, LU.', ['pipeline_id', 'step'],
-    (id, s) => [...s.loudness.values()].map((e) => [{ pipeline_id: id, step: e.element }, e.inputLoudnessRange]));
+  gauge('audio_engine_pipeline_loudness_range_lu', 'Loudness range (EBU Tech 3342) of the input since the current child started, LU.', ['pipeline_id', 'step'],
+    (id, s) => s.loudnessSteps().map(([step, e]) => [{ pipeline_id: id, step }, e.inputLoudnessRange]));
   gauge('audio_engine_pipeline_gain_db', 'Gain the loudness step applies now, dB.', ['pipeline_id', 'step'],
-    (id, s) => [...s.loudness.values()].map((e) => [{ pipeline_id: id, step: e.element }, e.gain]));
+    (id, s) => s.loudnessSteps().map(([step, e]) => [{ pipeline_id: id, step }, e.gain]));
 
-  const srt = (pick: (x: NonNullable<NonNullable<PipelineStats['transport']>['srt']>) => number) =>
-    (id: string, s: PipelineStats): Reading => (s.transport?.srt === undefined ? [] : [[{ pipeline_id: id }, pick(s.transport.srt)]]);
+  const srt = (pick: (x: NonNullable<ReturnType<PipelineStats['srtNow']>>) => number) =>
+    (id: string, s: PipelineStats): Reading => {
+      const now = s.srtNow();
+      return now === undefined ? [] : [[{ pipeline_id: id }, pick(now)]];
+    };
+  const srtCount = (pick: (c: PipelineCounts) => number) =>
+    (id: string, s: PipelineStats): Reading => (s.layout.srtInput ? [[{ pipeline_id: id }, pick(s.counts())]] : []);
   gauge('audio_engine_pipeline_srt_connected', '1 while an SRT caller is connected to the input.', ['pipeline_id'], srt((x) => (x.connected ? 1 : 0)));
-  gauge('audio_engine_pipeline_srt_rtt_seconds', 'SRT round-trip time, seconds.', ['pipeline_id'], srt((x) => x.rttMs / 1000));
-  gauge('audio_engine_pipeline_srt_receive_rate_bytes_per_second', 'SRT receive rate, bytes per second.', ['pipeline_id'], srt((x) => (x.receiveRateMbps * 1e6) / 8));
-  counter('audio_engine_pipeline_srt_packets_received_total', 'SRT packets received on the current connection.', ['pipeline_id'], srt((x) => x.packetsReceived));
-  counter('audio_engine_pipeline_srt_packets_lost_total', 'SRT packets lost on the current connection.', ['pipeline_id'], srt((x) => x.packetsLost));
-  counter('audio_engine_pipeline_srt_packets_retransmitted_total', 'SRT packets retransmitted on the current connection.', ['pipeline_id'], srt((x) => x.packetsRetransmitted));
-  counter('audio_engine_pipeline_srt_packets_dropped_total', 'SRT packets dropped (too late) on the current connection.', ['pipeline_id'], srt((x) => x.packetsDropped));
-  counter('audio_engine_pipeline_srt_received_bytes_total', 'SRT payload bytes received on the current connection.', ['pipeline_id'], srt((x) => x.bytesReceived));
+  gauge('audio_engine_pipeline_srt_rtt_seconds', 'SRT round-trip time, seconds (0 without a caller).', ['pipeline_id'], srt((x) => x.rttMs / 1000));
+  gauge('audio_engine_pipeline_srt_receive_rate_bytes_per_second', 'SRT receive rate, bytes per second (0 without a caller).', ['pipeline_id'], srt((x) => (x.receiveRateMbps * 1e6) / 8));
+  counter('audio_engine_pipeline_srt_packets_received_total', 'SRT packets received since the pipeline was loaded (all connections and children).', ['pipeline_id'], srtCount((c) => c.srtPacketsReceived));
+  counter('audio_engine_pipeline_srt_packets_lost_total', 'SRT packets lost since the pipeline was loaded.', ['pipeline_id'], srtCount((c) => c.srtPacketsLost));
+  counter('audio_engine_pipeline_srt_packets_retransmitted_total', 'SRT packets retransmitted since the pipeline was loaded.', ['pipeline_id'], srtCount((c) => c.srtPacketsRetransmitted));
+  counter('audio_engine_pipeline_srt_packets_dropped_total', 'SRT packets dropped (too late) since the pipeline was loaded.', ['pipeline_id'], srtCount((c) => c.srtPacketsDropped));
+  counter('audio_engine_pipeline_srt_received_bytes_total', 'SRT payload bytes received since the pipeline was loaded.', ['pipeline_id'], srtCount((c) => c.srtBytesReceived));
 
-  gauge('audio_engine_pipeline_buffer_fill_ratio', 'Fill of the pipeline buffer (queue) before processing, 0 to 1.', ['pipeline_id'],
-    (id, s) => (s.transport?.buffer === undefined ? [] : [[{ pipeline_id: id }, s.transport.buffer.fill]]));
-  counter('audio_engine_pipeline_output_packets_total', 'RTP packets sent by the current child.', ['pipeline_id'],
-    (id, s) => (s.transport?.output === undefined ? [] : [[{ pipeline_id: id }, s.transport.output.packets]]));
-  counter('audio_engine_pipeline_output_bytes_total', 'RTP bytes sent by the current child.', ['pipeline_id'],
-    (id, s) => (s.transport?.output === undefined ? [] : [[{ pipeline_id: id }, s.transport.output.bytes]]));
+  gauge('audio_engine_pipeline_buffer_fill_ratio', 'Fill of the pipeline buffer (queue) before processing, 0 to 1 (0 without a child).', ['pipeline_id'],
+    (id, s) => [[{ pipeline_id: id }, s.bufferFill()]]);
+  counter('audio_engine_pipeline_output_packets_total', 'RTP packets sent since the pipeline was loaded (all children).', ['pipeline_id'],
+    (id, s) => [[{ pipeline_id: id }, s.counts().outputPackets]]);
+  counter('audio_engine_pipeline_output_bytes_total', 'RTP bytes sent since the pipeline was loaded (all children).', ['pipeline_id'],
+    (id, s) => [[{ pipeline_id: id }, s.counts().outputBytes]]);
 }

@@ -1,7 +1,8 @@
 /**
  * The engine's metrics: an own prom-client Registry (never the global one), every value read at
- * scrape time from the pipeline registry and /proc, so nothing is counted on the audio path and a
- * deleted pipeline's series are gone at the next scrape.
+ * scrape time from the pipeline registry and /proc, so nothing is counted on the audio path. Every
+ * per-pipeline series exists from the pipeline's creation (it is in the registry before any child)
+ * to its deletion: a deleted pipeline's series are gone at the next scrape.
  */
 import { collectDefaultMetrics, Counter, Gauge, Registry } from 'prom-client';
 import type { HostCapacity } from '../capacity/host-capacity.js';
@@ -18,12 +19,16 @@ export interface SupervisedSource {
   entries(): Iterable<{ record: { id: string }; supervisor: PipelineSupervisor }>;
 }
 
-const STATES: readonly ChildState[] = ['starting', 'running', 'exited', 'backoff', 'failed', 'stopping', 'stopped'];
+const STATES: readonly ChildState[] = ['pending', 'starting', 'running', 'exited', 'backoff', 'failed', 'stopping', 'stopped'];
+
+/** Count of stored pipeline records set aside at start-up (they do not run). */
+export type DamagedRecordCount = () => number;
 
 export function createMetrics(
   pipelines: SupervisedSource,
   version: string,
   capacity?: Pick<HostCapacity, 'headroomRatio' | 'overloaded' | 'pipeline'>,
+  damagedRecords: DamagedRecordCount = () => 0,
 ): Registry {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: 'audio_engine_' });
@@ -39,6 +44,15 @@ export function createMetrics(
     labelNames: ['version'],
     registers: [registry],
   }).set({ version }, 1);
+
+  new Gauge({
+    name: 'audio_engine_damaged_records',
+    help: 'Stored pipeline records set aside at start-up because they could not be read (those pipelines do not run; see /health).',
+    registers: [registry],
+    collect() {
+      this.set(damagedRecords());
+    },
+  });
 
   new Gauge({
     name: 'audio_engine_pipelines',
@@ -96,10 +110,12 @@ export function createMetrics(
     },
   });
 
-  // Both child series read one /proc sample per scrape (they are collected together), filtered
-  // to the pipelines that still exist.
-  let sample: { at: number; values: Promise<Map<string, ProcessStats>> } | undefined;
-  const sampleChildren = (): Promise<Map<string, ProcessStats>> => {
+  // Both child series read one /proc sample per scrape (they are collected together). CPU is the
+  // pipeline's, summed over its children: a child's last sampled CPU time is kept when it is
+  // replaced (what it used after the last scrape before its end is not counted).
+  const cpu = new Map<string, { pid: number | undefined; last: number; base: number }>();
+  let sample: { at: number; values: Promise<Map<string, { cpuSeconds: number; residentBytes: number }>> } | undefined;
+  const sampleChildren = (): Promise<Map<string, { cpuSeconds: number; residentBytes: number }>> => {
     const now = Date.now();
     if (sample === undefined || now - sample.at > 100) {
       sample = {
@@ -107,10 +123,22 @@ export function createMetrics(
         values: Promise.all(
           [...pipelines.entries()].map(async ({ record, supervisor }) => {
             const pid = supervisor.pid;
-            const stats = pid === undefined ? undefined : await readProcessStats(pid);
-            return [record.id, stats] as const;
+            const stats: ProcessStats | undefined = pid === undefined ? undefined : await readProcessStats(pid);
+            const seen = cpu.get(record.id) ?? { pid, last: 0, base: 0 };
+            if (seen.pid !== pid) {
+              seen.base += seen.last;
+              seen.last = 0;
+              seen.pid = pid;
+            }
+            if (stats !== undefined) seen.last = Math.max(seen.last, stats.cpuSeconds);
+            cpu.set(record.id, seen);
+            return [record.id, { cpuSeconds: seen.base + seen.last, residentBytes: stats?.residentBytes ?? 0 }] as const;
           }),
-        ).then((rows) => new Map(rows.filter((r): r is readonly [string, ProcessStats] => r[1] !== undefined))),
+        ).then((rows) => {
+          const live = new Set(rows.map(([id]) => id));
+          for (const id of cpu.keys()) if (!live.has(id)) cpu.delete(id);
+          return new Map(rows);
+        }),
       };
     }
     return sample.values.then((values) => {
@@ -121,7 +149,7 @@ export function createMetrics(
 
   new Counter({
     name: 'audio_engine_pipeline_child_cpu_seconds_total',
-    help: 'CPU time (user + system) used by the current child process of the pipeline, seconds.',
+    help: 'CPU time (user + system) used by the child processes of the pipeline since it was loaded, seconds.',
     labelNames: ['pipeline_id'],
     registers: [registry],
     async collect() {
@@ -131,7 +159,7 @@ export function createMetrics(
   });
   new Gauge({
     name: 'audio_engine_pipeline_child_resident_memory_bytes',
-    help: 'Resident memory of the current child process of the pipeline, bytes.',
+    help: 'Resident memory of the current child process of the pipeline, bytes (0 while it has none).',
     labelNames: ['pipeline_id'],
     registers: [registry],
     async collect() {

@@ -1,6 +1,10 @@
 /**
- * What is known about one pipeline's audio and transport, from its child's statistics events.
- * Pure: the caller passes the clock. Replaced with a fresh one for every new child.
+ * What is known about one pipeline's audio and transport, from its children's statistics events.
+ * One object for the pipeline's whole life: counters are the engine's, summed over every child
+ * (and over SRT reconnections within a child), so they only grow; the current values (levels,
+ * loudness, connection, buffer) belong to the running child and read as "no signal" (below) before
+ * its first report and from the moment it ends, so a dead child's values never linger.
+ * Pure: the caller passes the clock.
  */
 import type { LevelEvent, LoudnessEvent, PipelineStatsEvent, StatsEvent } from './parse-line.js';
 
@@ -8,6 +12,14 @@ import type { LevelEvent, LoudnessEvent, PipelineStatsEvent, StatsEvent } from '
 export const SILENCE_DBFS = -60;
 /** Silence this long is reported in the pipeline's `input_state`. */
 export const SILENCE_REPORT_MS = 5000;
+/**
+ * "No signal" for every level, loudness and true-peak value (dBFS, LUFS, dBTP): what loudnorm
+ * reports for digital silence, and what a pipeline reads before its child's first report or while
+ * it has no child. Lower values (level reports -700 dBFS for digital silence) read as this floor.
+ */
+export const NO_SIGNAL_DB = -120;
+/** Channels of the decoded input: the processing format is always stereo (compiler CAPS). */
+export const INPUT_CHANNELS = 2;
 
 export type InputState = 'waiting' | 'receiving' | 'silent';
 
@@ -17,22 +29,101 @@ export interface InputReport {
   srt_connected: boolean;
 }
 
+/** What the argv of a pipeline's children says they will report (compiler statsLayoutOf). */
+export interface PipelineStatsLayout {
+  /** Element names of the loudness steps, in order. */
+  loudnessSteps: readonly string[];
+  /** The input is SRT: SRT statistics exist. */
+  srtInput: boolean;
+}
+
+/** Counts summed over the pipeline's children. */
+export interface PipelineCounts {
+  srtPacketsReceived: number;
+  srtPacketsLost: number;
+  srtPacketsRetransmitted: number;
+  srtPacketsDropped: number;
+  srtBytesReceived: number;
+  outputPackets: number;
+  outputBytes: number;
+}
+
+type CountName = keyof PipelineCounts;
+const COUNT_NAMES: readonly CountName[] = [
+  'srtPacketsReceived', 'srtPacketsLost', 'srtPacketsRetransmitted', 'srtPacketsDropped', 'srtBytesReceived', 'outputPackets', 'outputBytes',
+];
+const zeroCounts = (): PipelineCounts => ({
+  srtPacketsReceived: 0, srtPacketsLost: 0, srtPacketsRetransmitted: 0, srtPacketsDropped: 0, srtBytesReceived: 0, outputPackets: 0, outputBytes: 0,
+});
+
+/** The current values of one loudness step (LoudnessEvent without kind and element). */
+export type LoudnessValues = Omit<LoudnessEvent, 'kind' | 'element'>;
+
+const NO_LOUDNESS: LoudnessValues = {
+  inputMomentary: NO_SIGNAL_DB,
+  inputShortTerm: NO_SIGNAL_DB,
+  inputIntegrated: NO_SIGNAL_DB,
+  inputLoudnessRange: 0,
+  inputTruePeak: NO_SIGNAL_DB,
+  gain: 0,
+  outputMomentary: NO_SIGNAL_DB,
+  outputShortTerm: NO_SIGNAL_DB,
+  outputIntegrated: NO_SIGNAL_DB,
+  outputTruePeak: NO_SIGNAL_DB,
+};
+
+const floorDb = (db: number): number => (Number.isFinite(db) ? Math.max(NO_SIGNAL_DB, db) : NO_SIGNAL_DB);
+
 export class PipelineStats {
+  /** The current child's last level report (undefined before it or once the child ended). */
   level: LevelEvent | undefined;
   levelAt: number | undefined;
+  /** The current child's last loudness report per step. */
   readonly loudness = new Map<string, LoudnessEvent>();
+  /** The current child's last pipelinestats report. */
   transport: PipelineStatsEvent | undefined;
-  /** When statistics last arrived (the watchdog's measure of progress). */
+  /** When statistics last arrived from the current child (the watchdog's measure of progress). */
   lastProgressAt: number | undefined;
   private silentSince: number | undefined;
+  /** Counts of children that ended and of earlier SRT connections of this child. */
+  private readonly base = zeroCounts();
+  /** The current child's last reported counts (per connection for SRT). */
+  private current = zeroCounts();
+  private audioPassed = false;
 
-  constructor(private readonly intervalMs: number) {}
+  constructor(
+    private readonly intervalMs: number,
+    readonly layout: PipelineStatsLayout = { loudnessSteps: [], srtInput: false },
+  ) {}
+
+  /** A new child starts: nothing of it is known yet. */
+  childStarted(): void {
+    this.childEnded();
+    this.audioPassed = false;
+  }
+
+  /** The current child ended: its counts go into the totals, its current values are gone. */
+  childEnded(): void {
+    for (const name of COUNT_NAMES) this.base[name] += this.current[name];
+    this.current = zeroCounts();
+    this.level = undefined;
+    this.levelAt = undefined;
+    this.loudness.clear();
+    this.transport = undefined;
+    this.lastProgressAt = undefined;
+  }
+
+  /** Whether the current (or just ended) child passed decoded audio: a level report or an RTP packet sent. */
+  childPassedAudio(): boolean {
+    return this.audioPassed;
+  }
 
   apply(event: StatsEvent, now: number): void {
     switch (event.kind) {
       case 'level':
         this.level = event;
         this.levelAt = now;
+        this.audioPassed = true;
         break;
       case 'loudnorm':
         this.loudness.set(event.element, event);
@@ -40,6 +131,7 @@ export class PipelineStats {
       case 'pipelinestats':
         this.transport = event;
         this.lastProgressAt = now;
+        this.count(event);
         break;
       case 'srtaccess': // logged by the supervisor (stats/srt-callers.ts), no state here
         break;
@@ -49,6 +141,64 @@ export class PipelineStats {
       }
     }
     this.updateSilence(now);
+  }
+
+  /** Takes a child's cumulative counts; a count that went down (a new SRT connection) starts a new run. */
+  private count(event: PipelineStatsEvent): void {
+    const next: Partial<PipelineCounts> = {};
+    if (event.srt !== undefined) {
+      next.srtPacketsReceived = event.srt.packetsReceived;
+      next.srtPacketsLost = event.srt.packetsLost;
+      next.srtPacketsRetransmitted = event.srt.packetsRetransmitted;
+      next.srtPacketsDropped = event.srt.packetsDropped;
+      next.srtBytesReceived = event.srt.bytesReceived;
+    }
+    if (event.output !== undefined) {
+      next.outputPackets = event.output.packets;
+      next.outputBytes = event.output.bytes;
+      if (event.output.packets > 0) this.audioPassed = true;
+    }
+    for (const name of COUNT_NAMES) {
+      const value = next[name];
+      if (value === undefined || !Number.isFinite(value) || value < 0) continue;
+      if (value < this.current[name]) this.base[name] += this.current[name];
+      this.current[name] = value;
+    }
+  }
+
+  /** Every count summed over the pipeline's life. */
+  counts(): PipelineCounts {
+    const out = zeroCounts();
+    for (const name of COUNT_NAMES) out[name] = this.base[name] + this.current[name];
+    return out;
+  }
+
+  /** RMS and peak of each input channel, dBFS, floored at NO_SIGNAL_DB; the floor without a current report. */
+  inputLevels(): { rmsDb: number[]; peakDb: number[] } {
+    const channels = Math.max(INPUT_CHANNELS, this.level?.rmsDb.length ?? 0);
+    const pick = (values: number[] | undefined): number[] => Array.from({ length: channels }, (_, i) => floorDb(values?.[i] ?? NO_SIGNAL_DB));
+    return { rmsDb: pick(this.level?.rmsDb), peakDb: pick(this.level?.peakDb) };
+  }
+
+  /** Each loudness step's current values ("no signal" before its first report), by element name. */
+  loudnessSteps(): [string, LoudnessValues][] {
+    const names = [...new Set([...this.layout.loudnessSteps, ...this.loudness.keys()])];
+    return names.map((name) => {
+      const event = this.loudness.get(name);
+      return [name, event === undefined ? NO_LOUDNESS : event];
+    });
+  }
+
+  /** SRT connection values of the current child; not connected, 0 RTT and rate without one. */
+  srtNow(): { connected: boolean; rttMs: number; receiveRateMbps: number } | undefined {
+    const srt = this.transport?.srt;
+    if (srt === undefined) return this.layout.srtInput ? { connected: false, rttMs: 0, receiveRateMbps: 0 } : undefined;
+    return { connected: srt.connected, rttMs: srt.connected ? srt.rttMs : 0, receiveRateMbps: srt.connected ? srt.receiveRateMbps : 0 };
+  }
+
+  /** Fill of the buffer before processing, 0 to 1; 0 without a current report. */
+  bufferFill(): number {
+    return this.transport?.buffer?.fill ?? 0;
   }
 
   /** Audio is flowing and above the silence threshold on some channel. */

@@ -1,8 +1,9 @@
 /**
  * Durable pipeline records: one JSON file per pipeline under <state_dir>/pipelines.
  * A write is atomic and durable before it returns (temp file, fsync, rename, fsync the folder),
- * so a pipeline acknowledged with 201 survives kill -9 and power loss. A damaged file is set
- * aside (renamed *.damaged) and reported; it never blocks start-up.
+ * so a pipeline acknowledged with 201 survives kill -9 and power loss. A write that fails (a full
+ * file system) leaves nothing behind and throws StorageError. A damaged file is set aside (renamed
+ * *.damaged-<ms>) and reported; it never blocks start-up.
  *
  * A record may hold a secret (`input.passphrase`), so every record is mode 0600 and the folder
  * 0700: the same mode for all records (created so, never widened), so neither a window between
@@ -11,7 +12,7 @@
  */
 import { chmod, mkdir, open, readdir, readFile, rename, unlink } from 'node:fs/promises';
 import path from 'node:path';
-import { ValidationError } from '../errors.js';
+import { StorageError, ValidationError } from '../errors.js';
 import type { PipelineSpec } from '../spec/schema.js';
 import { parsePipelineSpec } from '../spec/validate.js';
 import { PIPELINE_ID } from './ids.js';
@@ -77,16 +78,31 @@ export class PipelineStore {
     const file = this.fileOf(record.id);
     const tmp = `${file}.${process.pid}.tmp`;
     const body = `${JSON.stringify({ format: FORMAT, ...record }, null, 2)}\n`;
-    const handle = await open(tmp, 'w', RECORD_MODE);
+    let renamed = false;
     try {
-      await handle.chmod(RECORD_MODE); // whatever the umask, or a stale temp file, left
-      await handle.writeFile(body, 'utf8');
-      await handle.sync();
-    } finally {
-      await handle.close();
+      const handle = await open(tmp, 'w', RECORD_MODE);
+      try {
+        await handle.chmod(RECORD_MODE); // whatever the umask, or a stale temp file, left
+        await handle.writeFile(body, 'utf8');
+        await handle.sync();
+      } finally {
+        await handle.close();
+      }
+      await rename(tmp, file);
+      renamed = true;
+      await this.syncDir();
+    } catch (error) {
+      // Nothing half-made: neither the temp file nor a record whose durability is unknown stays.
+      await unlink(renamed ? file : tmp).catch(() => undefined);
+      await this.syncDir().catch(() => undefined);
+      const errno = (error as NodeJS.ErrnoException).code ?? 'EIO';
+      throw new StorageError(
+        errno,
+        errno === 'ENOSPC' || errno === 'EDQUOT'
+          ? `the state directory is full (${errno}): the pipeline record could not be written; nothing was created`
+          : `the pipeline record could not be written (${errno}); nothing was created`,
+      );
     }
-    await rename(tmp, file);
-    await this.syncDir();
   }
 
   async remove(id: string): Promise<void> {

@@ -1,12 +1,22 @@
 /**
  * All pipelines of the engine: the one service REST and gRPC drive. Creating one validates
- * conflicts, persists the record durably, then starts its supervisor; deleting one ends its child
- * before it answers. At start every stored pipeline comes back with its id and runs again.
+ * conflicts, admits it against the host's capacity, persists the record durably, then starts its
+ * supervisor; deleting one ends its child before it answers. At start every stored pipeline comes
+ * back with its id and runs again, in creation order while the host has room.
+ *
+ * Start-up has two steps, so the edges can answer truthfully from their first request:
+ * `load()` (before REST, gRPC and the dashboard listen) reads the store and puts every stored
+ * pipeline in the registry with a held supervisor (state `pending`); `startChildren()` (once the
+ * GStreamer check is done and the host's load measured) admits and starts them in creation order;
+ * the ones that do not fit wait (`waiting_for_capacity`) and start when room appears. A pipeline
+ * created between the two is admitted at its create, held, and starts with them. Each pipeline has
+ * exactly one supervisor, made only by `addPipeline`.
  */
+import path from 'node:path';
 import type { Logger } from 'pino';
 import type { HostCapacity, PipelineCapacity } from '../capacity/host-capacity.js';
 import { compilePipeline, compileSecrets, type CompileOptions } from '../compiler/compile.js';
-import { LimitError, NotFoundError, PortInUseError } from '../errors.js';
+import { LimitError, NotFoundError, PortInUseError, StorageError } from '../errors.js';
 import type { PortProbe } from '../net/udp-port.js';
 import { redactInput, type SrtInputView } from '../spec/redact.js';
 import type { PipelineSpec } from '../spec/schema.js';
@@ -15,7 +25,7 @@ import type { PipelineRecord, PipelineStore } from '../store/pipeline-store.js';
 import type { InputReport } from '../stats/pipeline-stats.js';
 import { PipelineSupervisor, type RuntimeInfo, type SupervisorDeps } from './supervisor.js';
 
-/** A stored pipeline the host had no room for at start: it starts when room appears. */
+/** The state shown for a stored pipeline that the host has no room for yet. */
 export const WAITING_FOR_CAPACITY = 'waiting_for_capacity';
 /** How often waiting pipelines are tried again, ms. */
 const WAITING_RETRY_MS = 2000;
@@ -37,6 +47,13 @@ export interface PipelineView extends Omit<RuntimeInfo, 'state'>, InputReport, P
   priority: PipelineSpec['priority'];
 }
 
+/** A stored record that could not be read and was set aside (renamed), with the reason. */
+export interface DamagedRecord {
+  /** File name, in <state_dir>/pipelines. */
+  file: string;
+  reason: string;
+}
+
 export interface Pipeline {
   record: PipelineRecord;
   supervisor: PipelineSupervisor;
@@ -51,10 +68,10 @@ export interface RegistryOptions {
   probePort: (port: number) => Promise<PortProbe>;
   /** UDP ports held by something else of this engine (station harbors), with their owner. */
   reservedPorts: ReadonlyMap<number, string>;
-  /** Admission control (capacity/): every start is admitted at its shape's full cost. */
-  capacity?: Pick<HostCapacity, 'admit' | 'tryAdmit' | 'attach' | 'release' | 'pipeline' | 'niceIncrement'>;
   log: Logger;
   now: () => Date;
+  /** Admission control (capacity/): every start is admitted at its shape's full cost. */
+  capacity?: Pick<HostCapacity, 'admit' | 'tryAdmit' | 'attach' | 'release' | 'pipeline' | 'niceIncrement'>;
 }
 
 export class PipelineRegistry {
@@ -63,28 +80,62 @@ export class PipelineRegistry {
   private readonly claiming = new Map<number, string>();
   private seq = 0;
   private closing = false;
-  /** Restored pipelines without room yet, in creation order (their supervisors are not started). */
+  /** False until startChildren(): new pipelines wait in `pending`. */
+  private childrenAllowed = false;
+  /** Pipelines created before startChildren(): admitted at their create, held until then. */
+  private readonly admittedWhileHeld = new Set<string>();
+  /** Stored pipelines without room yet, in creation order (held supervisors). */
   private readonly waiting = new Set<string>();
   private waitingTimer: NodeJS.Timeout | undefined;
+  /** Records set aside at load (damaged), for health and metrics. */
+  private damagedRecords: DamagedRecord[] = [];
 
   constructor(private readonly options: RegistryOptions) {}
 
-  /** Loads every stored pipeline and starts it. */
-  async restore(): Promise<{ restored: number; damaged: number }> {
+  /**
+   * Reads every stored pipeline (creating the store's folder) into the registry, held: no child
+   * starts before startChildren(). Damaged records are set aside, logged and kept for health.
+   */
+  async load(): Promise<{ loaded: number; damaged: number }> {
     const { records, damaged } = await this.options.store.open();
     for (const item of damaged) {
       this.options.log.error({ event: 'damaged-record', file: item.file, reason: item.reason }, `set aside a damaged pipeline record: ${item.file}: ${item.reason}`);
     }
+    this.damagedRecords = damaged.map((item) => ({ file: path.basename(item.file), reason: item.reason }));
     for (const record of records) {
       this.seq = Math.max(this.seq, record.seq);
-      // In creation order until the host is full; the rest wait (and keep their order).
-      if (this.waiting.size === 0 && (this.options.capacity?.tryAdmit(record.id, record.spec.processing) ?? true)) {
-        this.startPipeline(record);
+      this.addPipeline(record);
+    }
+    return { loaded: records.length, damaged: damaged.length };
+  }
+
+  /**
+   * Starts the held pipelines in creation order while the host has room; the rest wait, in order,
+   * and start when room appears. Pipelines created from now on start at once. Returns how many
+   * started.
+   */
+  startChildren(): number {
+    if (this.closing || this.childrenAllowed) return 0;
+    this.childrenAllowed = true;
+    let started = 0;
+    for (const pipeline of this.pipelines.values()) {
+      const { record, supervisor } = pipeline;
+      if (supervisor.snapshot().state !== 'pending') continue;
+      const admitted = this.admittedWhileHeld.delete(record.id)
+        || (this.waiting.size === 0 && (this.options.capacity?.tryAdmit(record.id, record.spec.processing) ?? true));
+      if (admitted) {
+        this.startAdmitted(pipeline);
+        started += 1;
       } else {
-        this.addWaiting(record);
+        this.addWaiting(record.id);
       }
     }
-    return { restored: records.length, damaged: damaged.length };
+    return started;
+  }
+
+  /** Records set aside at load. */
+  damaged(): readonly DamagedRecord[] {
+    return this.damagedRecords;
   }
 
   async create(spec: PipelineSpec): Promise<PipelineView> {
@@ -112,9 +163,13 @@ export class PipelineRegistry {
         await this.options.store.put(record);
       } catch (error) {
         this.options.capacity?.release(id);
+        // StorageError: the store left nothing behind; the port claim ends below.
+        if (error instanceof StorageError) this.options.log.error({ event: 'store-failed', errno: error.errno, pipeline_id: id, port }, `pipeline not created: ${error.message}`);
         throw error;
       }
-      const pipeline = this.startPipeline(record);
+      const pipeline = this.addPipeline(record);
+      if (this.childrenAllowed) this.startAdmitted(pipeline);
+      else this.admittedWhileHeld.add(id);
       return this.view(pipeline);
     } finally {
       this.claiming.delete(port);
@@ -145,6 +200,7 @@ export class PipelineRegistry {
     await this.options.store.remove(id);
     this.pipelines.delete(id);
     this.waiting.delete(id);
+    this.admittedWhileHeld.delete(id);
     this.options.capacity?.release(id);
     this.options.log.info({ event: 'deleted', pipeline_id: id }, `pipeline ${id} deleted`);
   }
@@ -153,6 +209,7 @@ export class PipelineRegistry {
   async shutdown(): Promise<void> {
     this.closing = true;
     if (this.waitingTimer !== undefined) clearInterval(this.waitingTimer);
+    this.waitingTimer = undefined;
     await Promise.all([...this.pipelines.values()].map((p) => p.supervisor.stop()));
   }
 
@@ -178,15 +235,9 @@ export class PipelineRegistry {
     if (other !== undefined) throw new PortInUseError(port, `input.port ${port} is already in use by pipeline ${other}`);
   }
 
-  /** Starts an admitted pipeline's child (its supervisor is made once, also for a waiting one). */
-  private startPipeline(record: PipelineRecord): Pipeline {
-    const pipeline = this.pipelines.get(record.id) ?? this.makePipeline(record);
-    this.options.capacity?.attach(record.id, pipeline.supervisor);
-    pipeline.supervisor.start();
-    return pipeline;
-  }
-
-  private makePipeline(record: PipelineRecord): Pipeline {
+  /** The one place a pipeline gets its supervisor, held (`pending`) until it is admitted and started. */
+  private addPipeline(record: PipelineRecord): Pipeline {
+    if (this.pipelines.has(record.id)) throw new Error(`pipeline ${record.id} is already in the registry`);
     const args = compilePipeline(record.spec, this.options.compile);
     const niceIncrement = this.options.capacity?.niceIncrement(record.spec.priority) ?? 0;
     const supervisor = new PipelineSupervisor(record.id, args, this.options.supervisorDeps, {
@@ -195,13 +246,19 @@ export class PipelineRegistry {
     });
     const pipeline: Pipeline = { record, supervisor };
     this.pipelines.set(record.id, pipeline);
+    supervisor.hold();
     return pipeline;
   }
 
-  private addWaiting(record: PipelineRecord): void {
-    this.makePipeline(record);
-    this.waiting.add(record.id);
-    this.options.log.warn({ event: 'waiting-for-capacity', pipeline_id: record.id }, `pipeline ${record.id}: waiting for capacity (the host is full)`);
+  /** Starts the child of a pipeline the capacity admitted (measured from now on). */
+  private startAdmitted(pipeline: Pipeline): void {
+    this.options.capacity?.attach(pipeline.record.id, pipeline.supervisor);
+    pipeline.supervisor.start();
+  }
+
+  private addWaiting(id: string): void {
+    this.waiting.add(id);
+    this.options.log.warn({ event: 'waiting-for-capacity', pipeline_id: id }, `pipeline ${id}: waiting for capacity (the host is full)`);
     this.waitingTimer ??= setInterval(() => this.admitWaiting(), WAITING_RETRY_MS);
     this.waitingTimer.unref();
   }
@@ -214,7 +271,7 @@ export class PipelineRegistry {
       if (!(this.options.capacity?.tryAdmit(id, pipeline.record.spec.processing) ?? true)) break;
       this.waiting.delete(id);
       this.options.log.info({ event: 'capacity-available', pipeline_id: id }, `pipeline ${id}: room on the host, starting`);
-      this.startPipeline(pipeline.record);
+      this.startAdmitted(pipeline);
     }
     if (this.waiting.size === 0 && this.waitingTimer !== undefined) {
       clearInterval(this.waitingTimer);

@@ -6,11 +6,12 @@ import type { Writable } from 'node:stream';
 import type { Logger } from 'pino';
 import type { ChildProcess, LaunchOptions } from './child.js';
 import { backoffDelay, nextAttempt, type BackoffPolicy } from './backoff.js';
-import { classifyExit } from './exit.js';
+import { classifyExit, PREROLL_FAILED, type SupervisorKill } from './exit.js';
 import { parseLine, type SrtAccessEvent } from '../stats/parse-line.js';
 import { SrtCallerLog } from '../stats/srt-callers.js';
 import { PipelineStats } from '../stats/pipeline-stats.js';
 import { RingBuffer } from './ring-buffer.js';
+import { statsLayoutOf } from '../compiler/compile.js';
 import { MIN_CLEAN_RUN_MS, transition, type Action, type ChildEvent, type ChildState, type Desired } from './state.js';
 
 export interface SupervisorDeps {
@@ -31,6 +32,13 @@ export interface SupervisorDeps {
   stallAfterMs: number;
   /** While the host is overloaded a slow child is not stalled: the bound is OVERLOAD_STALL_FACTOR times longer. */
   hostOverloaded?: () => boolean;
+  /**
+   * A child that has not reached PLAYING this long after it started is killed and restarted (a
+   * stdin child: twice this long after its input was handed to a source).
+   */
+  readyTimeoutMs: number;
+  /** After gst-launch says the pipeline would not preroll, how long it may take to exit before it is killed. */
+  prerollExitMs: number;
 }
 
 /** How much longer the watchdog waits for statistics while the host is overloaded (capacity/). */
@@ -86,12 +94,16 @@ export class PipelineSupervisor {
   private readonly recentStderr = new RingBuffer<string>(40);
   private readonly log: Logger;
   private watchdog: NodeJS.Timeout | undefined;
+  /** Kills a child that does not reach PLAYING in time (or hangs after a preroll failure). */
+  private readyTimer: NodeJS.Timeout | undefined;
+  /** The stdin child whose input was handed out (its ready deadline runs from then). */
+  private inputHandedTo: ChildProcess | undefined;
   /** Why the supervisor itself killed the child, to report instead of the signal. */
-  private killReason: string | undefined;
+  private killedBy: SupervisorKill | undefined;
   /** What the log says about SRT callers (kept across children: a refused caller retries). */
   private readonly callers = new SrtCallerLog();
-  /** Statistics of the current child (a fresh object for every child). */
-  stats: PipelineStats;
+  /** Statistics of the pipeline: one object for its whole life, counters summed over its children. */
+  readonly stats: PipelineStats;
 
   private readonly label: string;
 
@@ -105,12 +117,18 @@ export class PipelineSupervisor {
     this.output = new RingBuffer<string>(deps.logLines);
     this.log = deps.log.child({ pipeline_id: id, ...options.logFields });
     this.label = options.label ?? `pipeline ${id}`;
-    this.stats = new PipelineStats(deps.statsIntervalMs);
+    this.stats = new PipelineStats(deps.statsIntervalMs, statsLayoutOf(args));
   }
 
   start(): void {
     this.desired = 'run';
     this.dispatch({ type: 'spawn' });
+  }
+
+  /** Wanted, but the first child waits for start() (state `pending`): the engine is not ready for children yet. */
+  hold(): void {
+    this.desired = 'run';
+    this.dispatch({ type: 'hold' });
   }
 
   /** Ends the child (EOS, then SIGTERM, then SIGKILL after bounds); resolves once it is gone. */
@@ -151,7 +169,15 @@ export class PipelineSupervisor {
   /** The current child's stdin (only with the `stdin` option), while the child is starting or running. */
   input(): Writable | undefined {
     if (this.state !== 'starting' && this.state !== 'running') return undefined;
-    return this.child?.stdin;
+    const child = this.child;
+    if (child?.stdin === undefined) return undefined;
+    // A stdin graph prerolls only once data comes: its ready deadline starts when a source gets it,
+    // and is twice the usual, so that a source that sends nothing is ended by the harbor's own idle
+    // bound (10 s: stdin ends, "no data", no back-off) before it could count as a child failure.
+    const deadline = 2 * this.deps.readyTimeoutMs;
+    if (this.inputHandedTo !== child && this.state === 'starting') this.armReadyTimer(child, deadline, { cause: 'not-playing', afterMs: deadline });
+    this.inputHandedTo = child;
+    return child.stdin;
   }
 
   /** Adds an engine line to the output ring (with the `traceInLog` option: a station's own events). */
@@ -182,6 +208,15 @@ export class PipelineSupervisor {
         if (this.state !== 'starting') this.setState('starting');
         this.spawn();
         return;
+      case 'schedule-restart':
+        this.retryAt = this.deps.now() + action.afterMs;
+        this.log.info({ event: 'restart-soon', delay_ms: action.afterMs }, `${this.label}: the source sent no audio; next child in ${action.afterMs} ms`);
+        this.retryTimer = setTimeout(() => {
+          this.retryTimer = undefined;
+          this.retryAt = null;
+          this.dispatch({ type: 'retry-due' });
+        }, action.afterMs);
+        return;
       case 'schedule-retry': {
         const delay = backoffDelay(this.deps.backoff, this.attempt, this.deps.random);
         this.retryAt = this.deps.now() + delay;
@@ -206,11 +241,14 @@ export class PipelineSupervisor {
   }
 
   private spawn(): void {
+    if (this.retryTimer !== undefined) clearTimeout(this.retryTimer);
+    this.retryTimer = undefined;
+    this.retryAt = null;
     this.childStartedAt = this.deps.now();
     this.recentStderr.clear(); // the exit of this run is judged on this run's output only
-    this.killReason = undefined;
-    const stats = new PipelineStats(this.deps.statsIntervalMs);
-    this.stats = stats;
+    this.killedBy = undefined;
+    const stats = this.stats;
+    stats.childStarted();
     const child = this.deps.launch({
       command: this.deps.command,
       args: this.args,
@@ -226,11 +264,19 @@ export class PipelineSupervisor {
           return;
         }
         this.output.push(line);
-        if (READY.test(line) && this.child === child) this.dispatch({ type: 'ready' });
+        if (READY.test(line) && this.child === child) {
+          this.stopReadyTimer();
+          this.dispatch({ type: 'ready' });
+        }
       },
       onStderrLine: (line) => {
         this.output.push(line);
         this.recentStderr.push(line);
+        // gst-launch 1.22 can hang after this line instead of exiting (seen with a stdin graph whose
+        // source sent nothing): give it a moment to exit, then kill it.
+        if (PREROLL_FAILED.test(line) && this.child === child && this.state === 'starting') {
+          this.armReadyTimer(child, this.deps.prerollExitMs, { cause: 'preroll-hang' });
+        }
         // While stopping, an idle graph's complaints about an early EOS are expected, not warnings.
         if (line.trim() !== '') this.log[this.state === 'stopping' ? 'info' : 'warn']({ stream: 'stderr' }, line);
       },
@@ -238,6 +284,7 @@ export class PipelineSupervisor {
     this.child = child;
     if (child.niceError !== undefined) this.log.warn({ event: 'nice-failed' }, `${this.label}: priority not applied: ${child.niceError}`);
     this.startWatchdog(child, stats);
+    if (this.options.stdin !== true) this.armReadyTimer(child, this.deps.readyTimeoutMs, { cause: 'not-playing', afterMs: this.deps.readyTimeoutMs });
     this.log.info({ event: 'spawn', pid: child.pid, restarts: this.restarts }, `${this.label}: child started`);
     this.note(`child started (pid ${String(child.pid)})`);
     void child.exited.then((exit) => this.onExit(child, exit.exitCode, exit.signal, exit.spawnError));
@@ -264,12 +311,30 @@ export class PipelineSupervisor {
       const silentMs = this.deps.now() - since;
       const overloaded = this.deps.hostOverloaded?.() === true;
       if (silentMs < this.deps.stallAfterMs * (overloaded ? OVERLOAD_STALL_FACTOR : 1)) return;
-      this.killReason = `stalled: no statistics from the child for ${(silentMs / 1000).toFixed(1)} s`;
-      this.log.warn({ event: 'stalled', silent_ms: silentMs }, `${this.label}: ${this.killReason}; killing it`);
+      this.killedBy = { cause: 'stalled', silentMs };
+      this.log.warn({ event: 'stalled', silent_ms: silentMs }, `${this.label}: no statistics from the child for ${(silentMs / 1000).toFixed(1)} s; killing it`);
       this.stopWatchdog();
       child.signal('SIGKILL');
     }, period);
     this.watchdog.unref();
+  }
+
+  /** Kills `child` after `ms` unless it reaches PLAYING (or exits) first. */
+  private armReadyTimer(child: ChildProcess, ms: number, kill: SupervisorKill): void {
+    this.stopReadyTimer();
+    this.readyTimer = setTimeout(() => {
+      this.readyTimer = undefined;
+      if (this.child !== child || this.state !== 'starting') return;
+      this.killedBy = kill;
+      this.log.warn({ event: 'start-timeout', cause: kill.cause, after_ms: ms }, `${this.label}: not PLAYING ${ms} ms after ${kill.cause === 'preroll-hang' ? 'the preroll failure' : 'start'}; killing the child`);
+      child.signal('SIGKILL');
+    }, ms);
+    this.readyTimer.unref();
+  }
+
+  private stopReadyTimer(): void {
+    if (this.readyTimer !== undefined) clearTimeout(this.readyTimer);
+    this.readyTimer = undefined;
   }
 
   private stopWatchdog(): void {
@@ -281,26 +346,29 @@ export class PipelineSupervisor {
     if (this.child !== child) return;
     this.child = undefined;
     this.stopWatchdog();
+    this.stopReadyTimer();
     const ranMs = this.deps.now() - this.childStartedAt;
     const stderr = this.recentStderr.last();
+    const audioSeen = this.stats.childPassedAudio();
+    this.stats.childEnded(); // the dead child's gauges read "no child" from now on; its counts stay in the totals
     const cls = spawnError !== undefined
       ? { kind: 'retry' as const, reason: `cannot start ${this.deps.command}: ${spawnError}` }
-      : this.killReason !== undefined
-        ? { kind: 'retry' as const, reason: this.killReason }
-        : classifyExit({ exitCode, signal, stderr });
+      : classifyExit({ exitCode, signal, stderr, audioSeen, ...(this.killedBy === undefined ? {} : { killedBy: this.killedBy }) });
     this.exitCode = exitCode ?? null;
     this.exitSignal = signal ?? null;
     const wanted = this.desired === 'run';
     const instantEnd = cls.kind === 'clean' && ranMs < MIN_CLEAN_RUN_MS;
+    const failure = cls.kind === 'permanent' || cls.kind === 'retry';
     if (wanted && cls.kind !== 'clean') this.lastError = cls.reason;
     if (wanted && instantEnd) this.lastError = `the stream ended ${ranMs} ms after the child started`;
-    this.log[wanted && cls.kind !== 'clean' ? 'warn' : 'info'](
+    this.log[wanted && failure ? 'warn' : 'info'](
       { event: 'exit', exit_code: exitCode ?? null, signal: signal ?? null, ran_ms: ranMs, class: wanted ? cls.kind : 'stopped' },
       `${this.label}: child exited (${signal ?? `code ${String(exitCode)}`})${!wanted || cls.kind === 'clean' ? '' : `: ${cls.reason}`}`,
     );
     this.note(`child exited (${signal ?? `code ${String(exitCode)}`})${wanted && cls.kind !== 'clean' ? `: ${cls.reason}` : ''}`);
     if (wanted) {
-      this.attempt = cls.kind === 'clean' && !instantEnd ? 0 : nextAttempt(this.deps.backoff, this.attempt, ranMs);
+      // A source that sent nothing neither grows nor forgets the back-off.
+      if (cls.kind !== 'no-data') this.attempt = cls.kind === 'clean' && !instantEnd ? 0 : nextAttempt(this.deps.backoff, this.attempt, ranMs);
       if (cls.kind !== 'permanent') this.restarts += 1;
     }
     this.dispatch({ type: 'exit', class: cls, ranMs });

@@ -65,13 +65,15 @@ void t.test('restored pipelines wait for room, in creation order, and start when
     supervisorDeps: {
       launch: launchChild, command: gst.launchCommand, env: gst.env, log, backoff: DEFAULT_BACKOFF, random: Math.random,
       now: Date.now, stopBounds: { eosMs: 1000, termMs: 1000 }, logLines: 100, statsIntervalMs: 1000, stallAfterMs: 5000,
+      readyTimeoutMs: 10_000, prerollExitMs: 2000,
     },
   });
   t.teardown(async () => {
     await registry.shutdown();
     for (const pid of await findLeftovers(stateDir)) process.kill(pid, 'SIGKILL');
   });
-  await registry.restore();
+  await registry.load();
+  registry.startChildren();
   const states = (): string[] => registry.list().map((p) => p.state);
   t.same(registry.list().map((p) => p.id), ids, 'all listed, in creation order');
   t.equal(states()[2], 'waiting_for_capacity', 'the third waits');

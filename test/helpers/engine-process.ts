@@ -4,7 +4,7 @@
  * even when the test fails.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
@@ -83,8 +83,11 @@ export async function writeConfig(t: Test, options: EngineConfigOptions = {}): P
   return { dir, file, restPort };
 }
 
-/** Starts the engine with a config file and waits until its stored pipelines have started. */
-export async function startEngine(t: Test, options: EngineConfigOptions & { configFile?: string } = {}): Promise<EngineProcess> {
+/**
+ * Starts the engine with a config file and waits until its stored pipelines have started
+ * (`waitForReady: false`: returns at once, before the engine answers anything).
+ */
+export async function startEngine(t: Test, options: EngineConfigOptions & { configFile?: string; waitForReady?: boolean } = {}): Promise<EngineProcess> {
   const written = options.configFile === undefined ? await writeConfig(t, options) : undefined;
   const configFile = options.configFile ?? written?.file ?? '';
   const dir = path.dirname(configFile);
@@ -156,6 +159,7 @@ export async function startEngine(t: Test, options: EngineConfigOptions & { conf
     exited,
     waitForLog,
   };
+  if (options.waitForReady === false) return engine;
   await Promise.race([
     waitForLog((l) => l.event === 'restored', 20_000),
     exited.then(([code]) => {
@@ -250,3 +254,19 @@ export function waitForPipeline(
 }
 
 export const isRunning = (pipeline: PipelineView): boolean => pipeline.state === 'running';
+
+/** Live gst-launch-1.0 processes of an engine, found by its instance mark (supervisor/reap.ts). */
+export async function gstLaunchChildren(stateDir: string): Promise<number[]> {
+  const pids: number[] = [];
+  for (const pid of await findLeftovers(stateDir)) {
+    try {
+      const argv = readFileSync(`/proc/${pid}/cmdline`, 'latin1').split('\0');
+      const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
+      const zombie = / Z /.test(stat.slice(stat.lastIndexOf(')')));
+      if (!zombie && argv.some((a) => a.endsWith('gst-launch-1.0'))) pids.push(pid);
+    } catch {
+      // gone
+    }
+  }
+  return pids;
+}

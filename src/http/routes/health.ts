@@ -36,6 +36,7 @@ const HealthResponse = Type.Object({
   ptp: Type.Optional(PtpHealth),
   /** Worth a look, not a failure (an unlocked PTP clock). */
   warnings: Type.Optional(Type.Array(Type.String())),
+  damaged_records: Type.Optional(Type.Array(Type.Object({ file: Type.String(), reason: Type.String() }))),
 });
 
 export function healthRoutes(health: EngineHealth, ptp?: Pick<PtpMonitor, 'status'>): FastifyPluginAsyncTypebox {

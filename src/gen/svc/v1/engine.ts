@@ -232,8 +232,9 @@ export interface Pipeline {
     | OutputConfig
     | undefined;
   /**
-   * The child process: "starting", "running", "exited", "backoff", "failed", "stopping",
-   * "stopped"; or "waiting_for_capacity" (restored at start, the host had no room yet).
+   * The child process: "pending" (no child yet: the engine is starting), "starting", "running",
+   * "exited", "backoff", "failed", "stopping", "stopped"; or "waiting_for_capacity" (restored at
+   * start, the host had no room yet).
    */
   state: string;
   /** Process id of the current child; absent when there is none. */
