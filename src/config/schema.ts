@@ -36,6 +36,26 @@ export const EngineConfig = Type.Object(
      * millisecond; N = N packets back to back every N ms, the last N - 1 ms early.
      */
     rtp_packets_per_send: Type.Integer({ minimum: 1, maximum: 16, default: 4 }),
+    /**
+     * Target fill of each pipeline's jitter buffer (the clock bridge's FIFO), ms: the margin
+     * against input jitter, and part of the sender-to-RTP latency (docs/clock.md).
+     */
+    jitter_ms: Type.Integer({ minimum: 5, maximum: 500, default: 20 }),
+  },
+  { ...strict, default: {} },
+);
+
+/** `tai`, `realtime`, or a PTP hardware clock device `/dev/ptpN`. */
+export const CLOCK_SOURCE = /^(tai|realtime|\/dev\/ptp[0-9]{1,3})$/;
+
+export const ClockConfig = Type.Object(
+  {
+    /**
+     * The clock every child's output runs on (the pipeline clock the clock bridge provides):
+     * CLOCK_TAI (disciplined by ptp4l + phc2sys on an AES67 host), CLOCK_REALTIME, or a PTP
+     * hardware clock read directly. RTP timestamps are this clock's time (docs/clock.md).
+     */
+    source: Type.String({ pattern: CLOCK_SOURCE.source, default: 'tai' }),
   },
   { ...strict, default: {} },
 );
@@ -65,6 +85,7 @@ export const Config = Type.Object(
     server: ServerConfig,
     auth: AuthConfig,
     engine: EngineConfig,
+    clock: ClockConfig,
     stations: Type.Array(StationConfig, { default: [], maxItems: 256 }),
   },
   strict,
