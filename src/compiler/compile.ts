@@ -3,10 +3,20 @@
  * `gst-launch-1.0`. It is the only place that writes a pipeline description, and it writes
  * only validated numbers, enum values and addresses, each property its own argv token.
  *
- *   srtsrc (listener) ! typefind ! tsdemux ! <audio caps> ! decodebin ! audioconvert ! audioresample ! F32 48 kHz stereo
- *     ! queue ! level ! <processing steps in order> ! audioconvert ! rtpL24pay (1 ms)
- *     [! rtpbatch (packets per send > 1)] ! udpsink
- *   pipelinestats (unlinked: reads the counters of src, buffer, pay and out every interval)
+ *   srtsrc (listener, keeps listening) ! typefind ! tsdemux ! <audio caps> ! decodebin ! audioconvert
+ *     ! audioresample ! F32 48 kHz stereo
+ *     ! clockbridge ! level ! <processing steps in order> ! audioconvert ! rtpL24pay (1 ms)
+ *     ! rtpbatch (packets per send, media-clock RTP timestamps) ! udpsink
+ *   pipelinestats (unlinked: reads the counters of src, pay and out every interval)
+ *
+ * Two clock domains (docs/clock.md). Up to the clock bridge the graph runs on the sender's clock:
+ * nothing there waits on a clock, buffers pass as fast as SRT delivers them (so tsdemux's
+ * `latency` and the sender's PTS lead no longer delay anything: the bridge answers the latency
+ * query with its own latency and does not ask upstream). The bridge keeps a FIFO at
+ * `engine.jitter_ms`, steers an adaptive resampler to the sender's rate, and from there the graph
+ * runs on the pipeline clock the bridge provides (`clock.source`): one chunk of
+ * `rtp_packets_per_send` ms at a time, silence when no input comes, so the RTP stream never stops
+ * while the child lives. rtpbatch stamps each packet with the clock time its first sample leaves.
  *
  * SRT carries MPEG-TS. tsdemux is written out rather than left to decodebin: decodebin would put a
  * multiqueue (one more thread, woken for every frame) behind its demuxer, and would decode every
@@ -48,6 +58,10 @@ export interface CompileOptions {
    * the first one's time, so the last leaves N - 1 ms early, and the child wakes N times less.
    */
   packetsPerSend: number;
+  /** config clock.source: the pipeline clock the bridge provides (`tai`, `realtime`, `/dev/ptpN`). */
+  clockSource: string;
+  /** config engine.jitter_ms: the bridge's target FIFO fill. */
+  jitterMs: number;
 }
 
 const MS = 1_000_000; // ns per ms
@@ -86,7 +100,9 @@ export function compileInput(input: CompilableSpec['input']): string[][] {
           localport: input.port,
           latency: input.latency,
           'poll-timeout': 100,
-          'keep-listening': false,
+          // A caller leaving is not the end of the stream: srtsrc waits for the next one and the
+          // bridge sends silence meanwhile (docs/clock.md).
+          'keep-listening': true,
           'wait-for-connection': true,
         }),
         element('typefind', { name: 'typefind' }),
@@ -111,12 +127,22 @@ export function compilePipeline(spec: CompilableSpec, options: CompileOptions): 
     element('audioconvert', { name: 'inconvert' }),
     element('audioresample', { name: 'resample' }),
     [CAPS.processingFormat],
-    element('queue', { name: 'buffer', 'max-size-time': 1000 * MS, 'max-size-buffers': 0, 'max-size-bytes': 0 }),
+    // The clock bridge: everything before it runs on the sender's clock, as fast as data comes;
+    // everything after it on the pipeline clock it provides, one chunk per packets-per-send.
+    element('clockbridge', {
+      name: 'bridge',
+      'clock-source': options.clockSource,
+      jitter: options.jitterMs * MS,
+      chunk: options.packetsPerSend * MS,
+      interval,
+      channels: 2,
+    }),
     element('level', { name: 'level', interval, 'post-messages': true }),
     ...spec.processing.map((step, index) => compileStep(step, index, options)),
     element('audioconvert', { name: 'outconvert' }),
     element('rtpL24pay', { name: 'pay', pt: 96, 'min-ptime': 1 * MS, 'max-ptime': 1 * MS }),
-    ...(options.packetsPerSend > 1 ? [element('rtpbatch', { name: 'batch', packets: options.packetsPerSend })] : []),
+    // Always present: it writes the AES67 media-clock RTP timestamps (packets = 1 passes each on).
+    element('rtpbatch', { name: 'batch', packets: options.packetsPerSend, 'media-clock': true }),
     element('udpsink', {
       name: 'out',
       host: spec.output.host,
@@ -132,6 +158,7 @@ export function compilePipeline(spec: CompilableSpec, options: CompileOptions): 
     }),
   ];
   const chain = stages.flatMap((tokens, i) => (i === 0 ? tokens : [link, ...tokens]));
-  const stats = element('pipelinestats', { name: 'stats', interval, source: 'src', buffer: 'buffer', payloader: 'pay', sink: 'out' });
+  // The jitter buffer's state comes from the bridge's own message, not from pipelinestats.
+  const stats = element('pipelinestats', { name: 'stats', interval, source: 'src', buffer: '', payloader: 'pay', sink: 'out' });
   return [...GST_LAUNCH_OPTIONS, ...chain, ...stats];
 }
