@@ -45,5 +45,7 @@ export function pipelineToProto(view: PipelineView): Pipeline {
     exit_signal: opt(view.exit_signal),
     state_since: view.state_since,
     next_retry_at: opt(view.next_retry_at),
+    input_state: view.input_state,
+    clock: opt(view.clock),
   };
 }

@@ -9,12 +9,14 @@ import type { PipelineStats } from '../stats/pipeline-stats.js';
 
 type Labels = Record<string, string>;
 type Reading = [Labels, number][];
+type SourceRecord = ReturnType<SupervisedSource['entries']> extends Iterable<{ record: infer R }> ? R : never;
 
 export function registerPipelineMetrics(registry: Registry, pipelines: SupervisedSource, now: () => number = Date.now): void {
-  const each = (read: (id: string, stats: PipelineStats) => Reading): Reading =>
-    [...pipelines.entries()].flatMap(({ record, supervisor }) => read(record.id, supervisor.stats));
+  type Read = (id: string, stats: PipelineStats, record: SourceRecord) => Reading;
+  const each = (read: Read): Reading =>
+    [...pipelines.entries()].flatMap(({ record, supervisor }) => read(record.id, supervisor.stats, record));
 
-  const gauge = (name: string, help: string, labelNames: string[], read: (id: string, stats: PipelineStats) => Reading): void => {
+  const gauge = (name: string, help: string, labelNames: string[], read: Read): void => {
     new Gauge({
       name, help, labelNames, registers: [registry],
       collect() {
@@ -23,7 +25,7 @@ export function registerPipelineMetrics(registry: Registry, pipelines: Supervise
       },
     });
   };
-  const counter = (name: string, help: string, labelNames: string[], read: (id: string, stats: PipelineStats) => Reading): void => {
+  const counter = (name: string, help: string, labelNames: string[], read: Read): void => {
     new Counter({
       name, help, labelNames, registers: [registry],
       collect() {
@@ -70,8 +72,24 @@ export function registerPipelineMetrics(registry: Registry, pipelines: Supervise
   counter('audio_engine_pipeline_srt_packets_dropped_total', 'SRT packets dropped (too late) on the current connection.', ['pipeline_id'], srt((x) => x.packetsDropped));
   counter('audio_engine_pipeline_srt_received_bytes_total', 'SRT payload bytes received on the current connection.', ['pipeline_id'], srt((x) => x.bytesReceived));
 
-  gauge('audio_engine_pipeline_buffer_fill_ratio', 'Fill of the pipeline buffer (queue) before processing, 0 to 1.', ['pipeline_id'],
-    (id, s) => (s.transport?.buffer === undefined ? [] : [[{ pipeline_id: id }, s.transport.buffer.fill]]));
+  // The clock bridge (docs/clock.md): drift tracking, jitter buffer and latency.
+  const bridge = (pick: (c: NonNullable<PipelineStats['clock']>) => number) =>
+    (id: string, s: PipelineStats): Reading => (s.clock === undefined ? [] : [[{ pipeline_id: id }, pick(s.clock)]]);
+  gauge('audio_engine_pipeline_buffer_fill_ratio', 'Fill of the jitter buffer (clock bridge FIFO) against its target: 1 = at target, 0 = empty.', ['pipeline_id'],
+    bridge((c) => (c.targetSeconds > 0 ? c.fillSeconds / c.targetSeconds : 0)));
+  gauge('audio_engine_pipeline_input_clock_drift_ppm', 'Sender clock against the output clock as the clock bridge measures it, ppm (positive: sender fast).', ['pipeline_id'],
+    bridge((c) => c.driftPpm));
+  gauge('audio_engine_pipeline_jitter_buffer_seconds', 'Fill of the jitter buffer (clock bridge FIFO), seconds; held at engine.jitter_ms.', ['pipeline_id'],
+    bridge((c) => c.fillSeconds));
+  counter('audio_engine_pipeline_jitter_buffer_underruns_total', 'Times the jitter buffer ran empty (silence sent), once per episode, by the current child.', ['pipeline_id'],
+    bridge((c) => c.underruns));
+  counter('audio_engine_pipeline_jitter_buffer_overruns_total', 'Times the jitter buffer overflowed (input dropped) in the current child.', ['pipeline_id'],
+    bridge((c) => c.overruns));
+  gauge('audio_engine_pipeline_latency_seconds', 'Sender-to-RTP latency estimate: SRT latency plus the clock bridge latency, seconds.', ['pipeline_id'],
+    (id, s, record) => {
+      const report = s.clockReport(record.spec?.input.latency ?? 0);
+      return report === undefined ? [] : [[{ pipeline_id: id }, report.latency_seconds]];
+    });
   counter('audio_engine_pipeline_output_packets_total', 'RTP packets sent by the current child.', ['pipeline_id'],
     (id, s) => (s.transport?.output === undefined ? [] : [[{ pipeline_id: id }, s.transport.output.packets]]));
   counter('audio_engine_pipeline_output_bytes_total', 'RTP bytes sent by the current child.', ['pipeline_id'],

@@ -10,7 +10,7 @@ import type { PortProbe } from '../net/udp-port.js';
 import type { PipelineSpec } from '../spec/schema.js';
 import { newPipelineId, PIPELINE_ID } from '../store/ids.js';
 import type { PipelineRecord, PipelineStore } from '../store/pipeline-store.js';
-import type { InputReport } from '../stats/pipeline-stats.js';
+import type { ClockReport, InputReport } from '../stats/pipeline-stats.js';
 import { PipelineSupervisor, type RuntimeInfo, type SupervisorDeps } from './supervisor.js';
 
 export type PipelineStatus = 'active' | 'failed';
@@ -24,6 +24,8 @@ export interface PipelineView extends RuntimeInfo, InputReport {
   input: PipelineSpec['input'];
   processing: PipelineSpec['processing'];
   output: PipelineSpec['output'];
+  /** The clock bridge: drift, jitter buffer, latency; null before the child's first report. */
+  clock: ClockReport | null;
 }
 
 export interface Pipeline {
@@ -169,6 +171,7 @@ export class PipelineRegistry {
       output: record.spec.output,
       ...runtime,
       ...supervisor.stats.report(this.options.now().getTime()),
+      clock: supervisor.stats.clockReport(record.spec.input.latency) ?? null,
     };
   }
 }
