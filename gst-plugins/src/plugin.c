@@ -4,6 +4,7 @@
  *   parametriceq  cascade of RBJ peaking biquads
  *   pipelinestats reads its sibling elements' counters and posts them as one message
  *   rtpbatch      groups RTP packets into buffer lists: the sink wakes once per list
+ *   clockbridge   crosses from the sender's clock to the pipeline clock (adaptive resampler)
  */
 #include <gst/gst.h>
 
@@ -11,6 +12,7 @@ GST_ELEMENT_REGISTER_DECLARE (loudnorm);
 GST_ELEMENT_REGISTER_DECLARE (parametriceq);
 GST_ELEMENT_REGISTER_DECLARE (pipelinestats);
 GST_ELEMENT_REGISTER_DECLARE (rtpbatch);
+GST_ELEMENT_REGISTER_DECLARE (clockbridge);
 
 static gboolean
 plugin_init (GstPlugin * plugin)
@@ -21,6 +23,7 @@ plugin_init (GstPlugin * plugin)
   ok |= GST_ELEMENT_REGISTER (parametriceq, plugin);
   ok |= GST_ELEMENT_REGISTER (pipelinestats, plugin);
   ok |= GST_ELEMENT_REGISTER (rtpbatch, plugin);
+  ok |= GST_ELEMENT_REGISTER (clockbridge, plugin);
   return ok;
 }
 

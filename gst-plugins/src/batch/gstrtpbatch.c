@@ -29,7 +29,27 @@
  *     out before it, in order.
  * FLUSH_STOP and PAUSED->READY drop held packets.
  *
- * Threading: `packets` is read under the object lock; the held list is only
+ * media-clock=true rewrites every packet's RTP timestamp to the media clock
+ * (AES67-2018, RFC 7273 `mediaclk:direct=0`, ST 2110-30):
+ *
+ *   rtp_ts = floor (t x clock_rate / 1e9) mod 2^32
+ *   t      = base_time + running time of the packet's PTS + latency
+ *
+ * t is the pipeline clock time at which the sink sends the packet's first
+ * sample (a synchronised sink renders at base_time + running time +
+ * latency).  With the pipeline clock on TAI (clockbridge), t is TAI ns
+ * since the PTP epoch.  clock_rate comes from the caps.  The latency is
+ * the one the sinks wait, learnt from the LATENCY event the bin sends
+ * upstream from the sinks when it (re)distributes latency; until that
+ * event has passed, the minimum latency of an upstream LATENCY query.
+ * While packets are contiguous (PTS within half a packet of the end of the
+ * previous packet) and the computed stamp is within one sample of the
+ * previous stamp plus the previous packet's samples, that sum is used, so
+ * consecutive stamps differ by exactly samples-per-packet whatever the
+ * rounding of the PTS.  The rewrite happens before batching, so it works
+ * the same with packets=1 (otherwise a pass-through).
+ *
+ * Threading: `packets` and `media-clock` are read under the object lock; the held list is only
  * touched by the streaming thread (chain and serialized events, both under
  * the pad's stream lock) and by PAUSED->READY after the streaming thread has
  * stopped.
@@ -52,8 +72,20 @@ struct _GstRtpBatch
   GstPad *sinkpad;
   GstPad *srcpad;
 
-  /* property, under the object lock */
+  /* properties, under the object lock */
   guint packets;
+  gboolean media_clock;
+
+  /* the latency the sinks wait (LATENCY event), under the object lock */
+  GstClockTime latency;
+
+  /* streaming thread only: the media clock's inputs and last stamp */
+  GstSegment segment;
+  gint clock_rate;
+  gboolean have_stamp;
+  guint32 last_stamp;
+  guint32 last_samples;
+  GstClockTime last_end;        /* PTS + duration of the last stamped packet */
 
   /* streaming thread only (see the threading note above) */
   GstBufferList *held;
@@ -63,7 +95,8 @@ struct _GstRtpBatch
 enum
 {
   PROP_0,
-  PROP_PACKETS
+  PROP_PACKETS,
+  PROP_MEDIA_CLOCK
 };
 
 static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE ("sink",
@@ -86,6 +119,8 @@ static GstFlowReturn gst_rtp_batch_chain (GstPad * pad, GstObject * parent,
     GstBuffer * buffer);
 static gboolean gst_rtp_batch_sink_event (GstPad * pad, GstObject * parent,
     GstEvent * event);
+static gboolean gst_rtp_batch_src_event (GstPad * pad, GstObject * parent,
+    GstEvent * event);
 
 static void
 gst_rtp_batch_class_init (GstRtpBatchClass * klass)
@@ -105,6 +140,14 @@ gst_rtp_batch_class_init (GstRtpBatchClass * klass)
           G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
           GST_PARAM_MUTABLE_PLAYING));
 
+  g_object_class_install_property (gobject_class, PROP_MEDIA_CLOCK,
+      g_param_spec_boolean ("media-clock", "Media clock",
+          "Rewrite RTP timestamps to floor(t x clock-rate / 1e9) mod 2^32, t = "
+          "the pipeline clock time the packet's first sample is sent "
+          "(AES67 / RFC 7273 mediaclk:direct=0)", FALSE,
+          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
+          GST_PARAM_MUTABLE_READY));
+
   gst_element_class_add_static_pad_template (element_class, &sink_template);
   gst_element_class_add_static_pad_template (element_class, &src_template);
   element_class->change_state = GST_DEBUG_FUNCPTR (gst_rtp_batch_change_state);
@@ -123,6 +166,8 @@ gst_rtp_batch_init (GstRtpBatch * self)
   self->packets = DEFAULT_PACKETS;
   self->held = NULL;
   self->held_end = GST_CLOCK_TIME_NONE;
+  self->latency = GST_CLOCK_TIME_NONE;
+  gst_segment_init (&self->segment, GST_FORMAT_UNDEFINED);
 
   self->sinkpad = gst_pad_new_from_static_template (&sink_template, "sink");
   gst_pad_set_chain_function (self->sinkpad,
@@ -135,6 +180,8 @@ gst_rtp_batch_init (GstRtpBatch * self)
   gst_element_add_pad (GST_ELEMENT (self), self->sinkpad);
 
   self->srcpad = gst_pad_new_from_static_template (&src_template, "src");
+  gst_pad_set_event_function (self->srcpad,
+      GST_DEBUG_FUNCPTR (gst_rtp_batch_src_event));
   GST_PAD_SET_PROXY_CAPS (self->srcpad);
   GST_PAD_SET_PROXY_ALLOCATION (self->srcpad);
   GST_PAD_SET_PROXY_SCHEDULING (self->srcpad);
@@ -153,6 +200,11 @@ gst_rtp_batch_set_property (GObject * object, guint prop_id,
       self->packets = g_value_get_uint (value);
       GST_OBJECT_UNLOCK (self);
       break;
+    case PROP_MEDIA_CLOCK:
+      GST_OBJECT_LOCK (self);
+      self->media_clock = g_value_get_boolean (value);
+      GST_OBJECT_UNLOCK (self);
+      break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
       break;
@@ -169,6 +221,11 @@ gst_rtp_batch_get_property (GObject * object, guint prop_id,
     case PROP_PACKETS:
       GST_OBJECT_LOCK (self);
       g_value_set_uint (value, self->packets);
+      GST_OBJECT_UNLOCK (self);
+      break;
+    case PROP_MEDIA_CLOCK:
+      GST_OBJECT_LOCK (self);
+      g_value_set_boolean (value, self->media_clock);
       GST_OBJECT_UNLOCK (self);
       break;
     default:
@@ -227,6 +284,85 @@ gst_rtp_batch_contiguous (GstRtpBatch * self, GstBuffer * buffer)
   return pts + tolerance >= self->held_end && pts <= self->held_end + tolerance;
 }
 
+/* The latency the sinks wait: the LATENCY event's, else upstream's minimum. */
+static GstClockTime
+gst_rtp_batch_latency (GstRtpBatch * self)
+{
+  GstClockTime latency;
+  GstQuery *q;
+
+  GST_OBJECT_LOCK (self);
+  latency = self->latency;
+  GST_OBJECT_UNLOCK (self);
+  if (GST_CLOCK_TIME_IS_VALID (latency))
+    return latency;
+  q = gst_query_new_latency ();
+  latency = 0;
+  if (gst_pad_peer_query (self->sinkpad, q)) {
+    gboolean live;
+    GstClockTime min, max;
+    gst_query_parse_latency (q, &live, &min, &max);
+    if (live && GST_CLOCK_TIME_IS_VALID (min))
+      latency = min;
+  }
+  gst_query_unref (q);
+  return latency;
+}
+
+/* Rewrites the RTP timestamp of @buffer to the media clock (see the top). */
+static GstBuffer *
+gst_rtp_batch_restamp (GstRtpBatch * self, GstBuffer * buffer)
+{
+  GstClockTime pts = GST_BUFFER_PTS (buffer);
+  GstClockTime duration = GST_BUFFER_DURATION (buffer);
+  GstClockTime running, t;
+  guint64 ticks;
+  guint32 stamp, samples;
+  guint8 be[4];
+
+  if (self->clock_rate <= 0 || !GST_CLOCK_TIME_IS_VALID (pts)
+      || gst_buffer_get_size (buffer) < 12) {
+    self->have_stamp = FALSE;
+    return buffer;
+  }
+  running = gst_segment_to_running_time (&self->segment, GST_FORMAT_TIME,
+      pts);
+  if (!GST_CLOCK_TIME_IS_VALID (running)) {
+    self->have_stamp = FALSE;
+    return buffer;
+  }
+  t = gst_element_get_base_time (GST_ELEMENT (self)) + running +
+      gst_rtp_batch_latency (self);
+  ticks = gst_util_uint64_scale_int (t, self->clock_rate, GST_SECOND);
+  stamp = (guint32) ticks;      /* mod 2^32 */
+  samples = GST_CLOCK_TIME_IS_VALID (duration) ?
+      (guint32) gst_util_uint64_scale_int_round (duration, self->clock_rate,
+      GST_SECOND) : 0;
+
+  if (self->have_stamp && GST_CLOCK_TIME_IS_VALID (self->last_end)
+      && !GST_BUFFER_FLAG_IS_SET (buffer, GST_BUFFER_FLAG_DISCONT)) {
+    GstClockTime tol = GST_CLOCK_TIME_IS_VALID (duration) ? duration / 2 : 0;
+    guint32 expected = self->last_stamp + self->last_samples;
+    gint32 diff = (gint32) (stamp - expected);
+    if (pts + tol >= self->last_end && pts <= self->last_end + tol
+        && diff >= -1 && diff <= 1)
+      stamp = expected;
+  }
+  self->have_stamp = TRUE;
+  self->last_stamp = stamp;
+  self->last_samples = samples;
+  self->last_end = GST_CLOCK_TIME_IS_VALID (duration) ? pts + duration :
+      GST_CLOCK_TIME_NONE;
+
+  buffer = gst_buffer_make_writable (buffer);
+  be[0] = stamp >> 24;
+  be[1] = stamp >> 16;
+  be[2] = stamp >> 8;
+  be[3] = stamp;
+  gst_buffer_fill (buffer, 4, be, 4);
+  return buffer;
+}
+
 static GstFlowReturn
 gst_rtp_batch_chain (GstPad * pad, GstObject * parent, GstBuffer * buffer)
 {
@@ -235,10 +371,15 @@ gst_rtp_batch_chain (GstPad * pad, GstObject * parent, GstBuffer * buffer)
   GstClockTime pts = GST_BUFFER_PTS (buffer);
   GstClockTime duration = GST_BUFFER_DURATION (buffer);
   guint packets;
+  gboolean media_clock;
 
   GST_OBJECT_LOCK (self);
   packets = self->packets;
+  media_clock = self->media_clock;
   GST_OBJECT_UNLOCK (self);
+
+  if (media_clock)
+    buffer = gst_rtp_batch_restamp (self, buffer);
 
   if (self->held && !gst_rtp_batch_contiguous (self, buffer)) {
     ret = gst_rtp_batch_push_held (self);
@@ -270,13 +411,48 @@ gst_rtp_batch_sink_event (GstPad * pad, GstObject * parent, GstEvent * event)
   switch (GST_EVENT_TYPE (event)) {
     case GST_EVENT_FLUSH_STOP:
       gst_rtp_batch_drop_held (self);
+      self->have_stamp = FALSE;
       break;
+    case GST_EVENT_SEGMENT:
+      if (self->held)
+        (void) gst_rtp_batch_push_held (self);
+      gst_event_copy_segment (event, &self->segment);
+      self->have_stamp = FALSE;
+      break;
+    case GST_EVENT_CAPS:{
+      GstCaps *caps;
+      const GstStructure *s;
+      if (self->held)
+        (void) gst_rtp_batch_push_held (self);
+      gst_event_parse_caps (event, &caps);
+      s = gst_caps_get_structure (caps, 0);
+      if (!gst_structure_get_int (s, "clock-rate", &self->clock_rate))
+        self->clock_rate = 0;
+      break;
+    }
     default:
       /* held packets leave before any serialized event (EOS, SEGMENT, CAPS,
        * GAP, ...), so the event order downstream stays the data order */
       if (GST_EVENT_IS_SERIALIZED (event) && self->held)
         (void) gst_rtp_batch_push_held (self);
       break;
+  }
+  return gst_pad_event_default (pad, parent, event);
+}
+
+static gboolean
+gst_rtp_batch_src_event (GstPad * pad, GstObject * parent, GstEvent * event)
+{
+  GstRtpBatch *self = GST_RTP_BATCH (parent);
+
+  if (GST_EVENT_TYPE (event) == GST_EVENT_LATENCY) {
+    GstClockTime latency;
+    gst_event_parse_latency (event, &latency);
+    GST_OBJECT_LOCK (self);
+    self->latency = latency;
+    GST_OBJECT_UNLOCK (self);
+    GST_DEBUG_OBJECT (self, "the sinks wait %" GST_TIME_FORMAT,
+        GST_TIME_ARGS (latency));
   }
   return gst_pad_event_default (pad, parent, event);
 }
@@ -294,6 +470,12 @@ gst_rtp_batch_change_state (GstElement * element, GstStateChange transition)
     case GST_STATE_CHANGE_PAUSED_TO_READY:
       /* the pads are deactivated: no streaming thread runs any more */
       gst_rtp_batch_drop_held (self);
+      self->have_stamp = FALSE;
+      self->clock_rate = 0;
+      gst_segment_init (&self->segment, GST_FORMAT_UNDEFINED);
+      GST_OBJECT_LOCK (self);
+      self->latency = GST_CLOCK_TIME_NONE;
+      GST_OBJECT_UNLOCK (self);
       break;
     default:
       break;

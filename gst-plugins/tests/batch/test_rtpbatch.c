@@ -267,6 +267,98 @@ GST_START_TEST (test_property_range)
 
 GST_END_TEST;
 
+/* the RTP timestamp of @b */
+static guint32
+rtp_ts (GstBuffer * b)
+{
+  guint8 h[8];
+
+  fail_unless_equals_int (gst_buffer_extract (b, 0, h, 8), 8);
+  return ((guint32) h[4] << 24) | ((guint32) h[5] << 16) |
+      ((guint32) h[6] << 8) | h[7];
+}
+
+/* media-clock: floor ((base + running time + latency) x 48000 / 1e9) mod
+ * 2^32, steps of exactly 48 per 1 ms packet, across the 2^32 wrap; the
+ * latency from the LATENCY event, else from the upstream query. */
+static void
+check_media_clock (guint packets, gboolean latency_event)
+{
+  GstHarness *h = make_harness (packets);
+  GstClockTime latency = 27 * MS;
+  /* the first packet leaves 100 samples (plus a third of one) before the
+   * 32-bit wrap */
+  GstClockTime base = gst_util_uint64_scale (G_GUINT64_CONSTANT (1) << 32,
+      GST_SECOND, 48000) - latency - 100 * GST_SECOND / 48000 + 7000;
+  guint32 prev = 0;
+
+  g_object_set (h->element, "media-clock", TRUE, NULL);
+  gst_element_set_base_time (h->element, base);
+  if (latency_event)
+    fail_unless (gst_harness_push_upstream_event (h,
+            gst_event_new_latency (latency)));
+  else
+    gst_harness_set_upstream_latency (h, latency);
+  for (guint i = 0; i < 40; i++)
+    fail_unless_equals_int (gst_harness_push (h, packet (i, i)), GST_FLOW_OK);
+  gst_harness_push_event (h, gst_event_new_eos ());
+  for (guint i = 0; i < 40; i++) {
+    GstBuffer *b = gst_harness_pull (h);
+    guint32 ts = rtp_ts (b);
+    guint32 want = (guint32) gst_util_uint64_scale (base + i * MS + latency,
+        48000, GST_SECOND);
+    guint8 tag;
+
+    gst_buffer_extract (b, 12, &tag, 1);
+    fail_unless_equals_int (tag, i);
+    fail_unless_equals_uint64 (ts, want);
+    if (i > 0)
+      fail_unless_equals_uint64 ((guint32) (ts - prev), 48);
+    prev = ts;
+    gst_buffer_unref (b);
+  }
+  /* the stamps wrapped inside the run */
+  fail_unless (prev < 48 * 40);
+  free_harness (h);
+}
+
+GST_START_TEST (test_media_clock_pass_through)
+{
+  check_media_clock (1, TRUE);
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_media_clock_lists_of_four)
+{
+  check_media_clock (4, TRUE);
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_media_clock_latency_from_query)
+{
+  check_media_clock (4, FALSE);
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_media_clock_off_keeps_timestamps)
+{
+  GstHarness *h = make_harness (1);
+  GstBuffer *in = packet (0, 1), *out;
+  guint8 hdr[12] = { 0x80, 96, 0, 1, 0x12, 0x34, 0x56, 0x78 };
+
+  gst_buffer_fill (in, 0, hdr, 12);
+  gst_harness_push (h, in);
+  out = gst_harness_pull (h);
+  fail_unless_equals_uint64 (rtp_ts (out), 0x12345678);
+  gst_buffer_unref (out);
+  free_harness (h);
+}
+
+GST_END_TEST;
+
 static Suite *
 rtpbatch_suite (void)
 {
@@ -283,6 +375,10 @@ rtpbatch_suite (void)
   tcase_add_test (tc, test_stop_releases_held_packets);
   tcase_add_test (tc, test_packets_changed_while_playing);
   tcase_add_test (tc, test_property_range);
+  tcase_add_test (tc, test_media_clock_pass_through);
+  tcase_add_test (tc, test_media_clock_lists_of_four);
+  tcase_add_test (tc, test_media_clock_latency_from_query);
+  tcase_add_test (tc, test_media_clock_off_keeps_timestamps);
   return s;
 }
 

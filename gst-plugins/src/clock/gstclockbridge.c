@@ -1,0 +1,910 @@
+/* clockbridge: crosses from the sender's clock to the pipeline clock.
+ *
+ *   ... ! audio/x-raw,format=F32LE,layout=interleaved,rate=48000,channels=2 \
+ *       ! clockbridge name=bridge jitter=20000000 ! level ! ...
+ *
+ * The sink pad takes buffers when they arrive (their timestamps, segment and
+ * caps stay upstream) and writes them into the DSP core (bridge.c: FIFO,
+ * windowed-sinc resampler, control loop).  A task on the src pad is a live
+ * source on the pipeline clock: it waits until the end of each `chunk`
+ * (running time), reads exactly chunk x 48 frames per ms from the core and
+ * pushes them, PTS = the running time at which PLAYING started + frames
+ * pushed / 48000, DURATION set.  So the output carries 48000 frames per
+ * second of the pipeline clock whatever the sender does; with no input it
+ * carries digital silence.
+ *
+ * Clock: the element provides the pipeline clock (GST_ELEMENT_FLAG_PROVIDE_CLOCK):
+ * a GstSystemClock of clock-type TAI or REALTIME, or for `/dev/ptpN` a
+ * monotonic GstSystemClock slaved to a clock that reads the PTP hardware
+ * clock (phcclock.c).  It runs on whatever clock the pipeline selects.
+ *
+ * Latency: answers the LATENCY query as a live source with chunk +
+ * LATENCY_MARGIN and does not ask upstream (the clock boundary: upstream's
+ * latency is absorbed by the FIFO, whose fill is the `jitter` target).
+ *
+ * Events: upstream's STREAM_START, CAPS, SEGMENT, TAG and GAP stop here;
+ * the task sends its own.  EOS on the sink pad: the FIFO plays out, then
+ * the task pushes EOS.  FLUSH_START/STOP on the sink pad empty the FIFO
+ * (not forwarded: downstream runs on the task).  Upstream SEEK is refused.
+ *
+ * Threading: the core, the flags and the clock id are under self->lock;
+ * properties under the object lock (self->lock is taken first where both
+ * are held).  The stream fields marked "task" are touched only by the task
+ * and by state changes while the task is stopped.
+ */
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+
+#include "bridge.h"
+#include "phcclock.h"
+
+#include <gst/audio/audio.h>
+#include <gst/gst.h>
+#include <string.h>
+
+GST_DEBUG_CATEGORY_STATIC (clock_bridge_debug);
+#define GST_CAT_DEFAULT clock_bridge_debug
+
+#define RATE 48000
+#define MAX_CHANNELS 8
+/* time the graph after the bridge has to process a chunk before it is due */
+#define LATENCY_MARGIN (3 * GST_MSECOND)
+/* input-active: a buffer arrived within this time */
+#define INPUT_ACTIVE_WINDOW (200 * GST_MSECOND)
+
+#define DEFAULT_CLOCK_SOURCE "tai"
+#define DEFAULT_JITTER (20 * GST_MSECOND)
+#define MIN_JITTER (5 * GST_MSECOND)
+#define MAX_JITTER (500 * GST_MSECOND)
+#define DEFAULT_CHUNK (4 * GST_MSECOND)
+#define MIN_CHUNK (1 * GST_MSECOND)
+#define MAX_CHUNK (20 * GST_MSECOND)
+#define DEFAULT_INTERVAL (GST_SECOND)
+#define MIN_INTERVAL (10 * GST_MSECOND)
+#define DEFAULT_CHANNELS 2
+
+#define TEMPLATE_CAPS \
+  "audio/x-raw, format = (string) F32LE, layout = (string) interleaved, " \
+  "rate = (int) 48000, channels = (int) [ 1, 8 ]"
+
+enum
+{
+  PROP_0,
+  PROP_CLOCK_SOURCE,
+  PROP_JITTER,
+  PROP_CHUNK,
+  PROP_INTERVAL,
+  PROP_CHANNELS,
+};
+
+#define GST_TYPE_CLOCK_BRIDGE (gst_clock_bridge_get_type ())
+G_DECLARE_FINAL_TYPE (GstClockBridge, gst_clock_bridge, GST, CLOCK_BRIDGE,
+    GstElement);
+
+struct _GstClockBridge
+{
+  GstElement parent;
+
+  GstPad *sinkpad;
+  GstPad *srcpad;
+
+  /* properties, under the object lock */
+  gchar *clock_source;
+  guint64 jitter, chunk, interval;
+  gint channels;
+  gchar *settings_error;        /* the first refused value, reported at READY */
+
+  /* the clock we provide, under the object lock; made at NULL->READY */
+  GstClock *clock;
+
+  /* under self->lock */
+  GMutex lock;
+  GCond cond;
+  ClockBridge *bridge;
+  gboolean playing;             /* PLAYING: the task may run */
+  gboolean task_stop;           /* the src pad is deactivating */
+  gboolean sink_flushing;
+  gboolean eos_in;              /* EOS arrived on the sink pad */
+  GstClockID clock_id;          /* the task's wait */
+  GstClockTime last_input;      /* pipeline clock time of the last input */
+  GstFlowReturn src_flow;       /* last push result, returned upstream */
+
+  /* task (see the threading note) */
+  gboolean sent_head;           /* stream-start, caps, segment pushed */
+  gboolean have_origin;
+  GstClockTime origin;          /* running time of the first chunk */
+  guint64 frames_out;
+  guint64 next_message;         /* frames_out at which to post */
+  guint chunk_frames;
+  guint64 interval_frames;
+};
+
+static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE ("sink",
+    GST_PAD_SINK, GST_PAD_ALWAYS, GST_STATIC_CAPS (TEMPLATE_CAPS));
+static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE ("src",
+    GST_PAD_SRC, GST_PAD_ALWAYS, GST_STATIC_CAPS (TEMPLATE_CAPS));
+
+G_DEFINE_TYPE (GstClockBridge, gst_clock_bridge, GST_TYPE_ELEMENT);
+GST_ELEMENT_REGISTER_DEFINE (clockbridge, "clockbridge", GST_RANK_NONE,
+    GST_TYPE_CLOCK_BRIDGE);
+
+static void gst_clock_bridge_set_property (GObject * object, guint prop_id,
+    const GValue * value, GParamSpec * pspec);
+static void gst_clock_bridge_get_property (GObject * object, guint prop_id,
+    GValue * value, GParamSpec * pspec);
+static void gst_clock_bridge_finalize (GObject * object);
+static GstStateChangeReturn gst_clock_bridge_change_state (GstElement *
+    element, GstStateChange transition);
+static GstClock *gst_clock_bridge_provide_clock (GstElement * element);
+static GstFlowReturn gst_clock_bridge_chain (GstPad * pad, GstObject * parent,
+    GstBuffer * buffer);
+static gboolean gst_clock_bridge_sink_event (GstPad * pad, GstObject * parent,
+    GstEvent * event);
+static gboolean gst_clock_bridge_sink_query (GstPad * pad, GstObject * parent,
+    GstQuery * query);
+static gboolean gst_clock_bridge_src_event (GstPad * pad, GstObject * parent,
+    GstEvent * event);
+static gboolean gst_clock_bridge_src_query (GstPad * pad, GstObject * parent,
+    GstQuery * query);
+static gboolean gst_clock_bridge_src_activate_mode (GstPad * pad,
+    GstObject * parent, GstPadMode mode, gboolean active);
+static GstIterator *gst_clock_bridge_no_links (GstPad * pad,
+    GstObject * parent);
+
+static void
+gst_clock_bridge_class_init (GstClockBridgeClass * klass)
+{
+  GObjectClass *gobject_class = G_OBJECT_CLASS (klass);
+  GstElementClass *element_class = GST_ELEMENT_CLASS (klass);
+  const GParamFlags flags = G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
+      GST_PARAM_MUTABLE_READY;
+
+  gobject_class->set_property = gst_clock_bridge_set_property;
+  gobject_class->get_property = gst_clock_bridge_get_property;
+  gobject_class->finalize = gst_clock_bridge_finalize;
+
+  g_object_class_install_property (gobject_class, PROP_CLOCK_SOURCE,
+      g_param_spec_string ("clock-source", "Clock source",
+          "The clock provided to the pipeline: tai, realtime or /dev/ptpN",
+          DEFAULT_CLOCK_SOURCE, flags));
+  g_object_class_install_property (gobject_class, PROP_JITTER,
+      g_param_spec_uint64 ("jitter", "Jitter",
+          "Target FIFO fill (input jitter margin), ns",
+          MIN_JITTER, MAX_JITTER, DEFAULT_JITTER, flags));
+  g_object_class_install_property (gobject_class, PROP_CHUNK,
+      g_param_spec_uint64 ("chunk", "Chunk",
+          "Duration of each output buffer, ns (whole milliseconds)",
+          MIN_CHUNK, MAX_CHUNK, DEFAULT_CHUNK, flags));
+  g_object_class_install_property (gobject_class, PROP_INTERVAL,
+      g_param_spec_uint64 ("interval", "Interval",
+          "Period of the clockbridge statistics message, ns",
+          MIN_INTERVAL, G_MAXUINT64, DEFAULT_INTERVAL, flags));
+  g_object_class_install_property (gobject_class, PROP_CHANNELS,
+      g_param_spec_int ("channels", "Channels",
+          "Channels of both pads", 1, MAX_CHANNELS, DEFAULT_CHANNELS, flags));
+
+  gst_element_class_add_static_pad_template (element_class, &sink_template);
+  gst_element_class_add_static_pad_template (element_class, &src_template);
+  element_class->change_state =
+      GST_DEBUG_FUNCPTR (gst_clock_bridge_change_state);
+  element_class->provide_clock =
+      GST_DEBUG_FUNCPTR (gst_clock_bridge_provide_clock);
+
+  gst_element_class_set_static_metadata (element_class,
+      "Clock bridge", "Filter/Audio",
+      "Crosses from the sender's clock to the pipeline clock with an "
+      "adaptive resampler; provides the pipeline clock", "audio-engine");
+
+  GST_DEBUG_CATEGORY_INIT (clock_bridge_debug, "clockbridge", 0,
+      "clockbridge");
+}
+
+static void
+gst_clock_bridge_init (GstClockBridge * self)
+{
+  self->clock_source = g_strdup (DEFAULT_CLOCK_SOURCE);
+  self->jitter = DEFAULT_JITTER;
+  self->chunk = DEFAULT_CHUNK;
+  self->interval = DEFAULT_INTERVAL;
+  self->channels = DEFAULT_CHANNELS;
+  g_mutex_init (&self->lock);
+  g_cond_init (&self->cond);
+  self->last_input = GST_CLOCK_TIME_NONE;
+
+  self->sinkpad = gst_pad_new_from_static_template (&sink_template, "sink");
+  gst_pad_set_chain_function (self->sinkpad,
+      GST_DEBUG_FUNCPTR (gst_clock_bridge_chain));
+  gst_pad_set_event_function (self->sinkpad,
+      GST_DEBUG_FUNCPTR (gst_clock_bridge_sink_event));
+  gst_pad_set_query_function (self->sinkpad,
+      GST_DEBUG_FUNCPTR (gst_clock_bridge_sink_query));
+  gst_pad_set_iterate_internal_links_function (self->sinkpad,
+      GST_DEBUG_FUNCPTR (gst_clock_bridge_no_links));
+  gst_element_add_pad (GST_ELEMENT (self), self->sinkpad);
+
+  self->srcpad = gst_pad_new_from_static_template (&src_template, "src");
+  gst_pad_set_event_function (self->srcpad,
+      GST_DEBUG_FUNCPTR (gst_clock_bridge_src_event));
+  gst_pad_set_query_function (self->srcpad,
+      GST_DEBUG_FUNCPTR (gst_clock_bridge_src_query));
+  gst_pad_set_activatemode_function (self->srcpad,
+      GST_DEBUG_FUNCPTR (gst_clock_bridge_src_activate_mode));
+  gst_pad_set_iterate_internal_links_function (self->srcpad,
+      GST_DEBUG_FUNCPTR (gst_clock_bridge_no_links));
+  gst_pad_use_fixed_caps (self->srcpad);
+  gst_element_add_pad (GST_ELEMENT (self), self->srcpad);
+
+  GST_OBJECT_FLAG_SET (self, GST_ELEMENT_FLAG_PROVIDE_CLOCK);
+}
+
+/* clock-source: tai, realtime or /dev/ptpN with N a decimal number */
+static gboolean
+clock_source_valid (const gchar * s)
+{
+  const gchar *n;
+
+  if (s == NULL)
+    return FALSE;
+  if (strcmp (s, "tai") == 0 || strcmp (s, "realtime") == 0)
+    return TRUE;
+  if (!g_str_has_prefix (s, "/dev/ptp"))
+    return FALSE;
+  n = s + strlen ("/dev/ptp");
+  if (*n == '\0' || strlen (n) > 4)
+    return FALSE;
+  for (; *n; n++)
+    if (!g_ascii_isdigit (*n))
+      return FALSE;
+  return TRUE;
+}
+
+/* under the object lock: remembers the first refused value */
+static void
+refuse (GstClockBridge * self, const gchar * msg)
+{
+  GST_WARNING_OBJECT (self, "%s", msg);
+  g_warning ("clockbridge: %s", msg);
+  if (self->settings_error == NULL)
+    self->settings_error = g_strdup (msg);
+}
+
+static void
+gst_clock_bridge_set_property (GObject * object, guint prop_id,
+    const GValue * value, GParamSpec * pspec)
+{
+  GstClockBridge *self = GST_CLOCK_BRIDGE (object);
+
+  GST_OBJECT_LOCK (self);
+  switch (prop_id) {
+    case PROP_CLOCK_SOURCE:{
+      const gchar *s = g_value_get_string (value);
+      if (clock_source_valid (s)) {
+        g_free (self->clock_source);
+        self->clock_source = g_strdup (s);
+      } else {
+        gchar *msg = g_strdup_printf ("clock-source must be tai, realtime or "
+            "/dev/ptpN, got '%s'", s ? s : "(null)");
+        refuse (self, msg);
+        g_free (msg);
+      }
+      break;
+    }
+    case PROP_JITTER:
+      self->jitter = g_value_get_uint64 (value);
+      break;
+    case PROP_CHUNK:{
+      guint64 v = g_value_get_uint64 (value);
+      if (v % GST_MSECOND == 0) {
+        self->chunk = v;
+      } else {
+        gchar *msg = g_strdup_printf ("chunk must be whole milliseconds "
+            "(1000000 ns steps), got %" G_GUINT64_FORMAT, v);
+        refuse (self, msg);
+        g_free (msg);
+      }
+      break;
+    }
+    case PROP_INTERVAL:
+      self->interval = g_value_get_uint64 (value);
+      break;
+    case PROP_CHANNELS:
+      self->channels = g_value_get_int (value);
+      break;
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+      break;
+  }
+  GST_OBJECT_UNLOCK (self);
+}
+
+static void
+gst_clock_bridge_get_property (GObject * object, guint prop_id,
+    GValue * value, GParamSpec * pspec)
+{
+  GstClockBridge *self = GST_CLOCK_BRIDGE (object);
+
+  GST_OBJECT_LOCK (self);
+  switch (prop_id) {
+    case PROP_CLOCK_SOURCE:
+      g_value_set_string (value, self->clock_source);
+      break;
+    case PROP_JITTER:
+      g_value_set_uint64 (value, self->jitter);
+      break;
+    case PROP_CHUNK:
+      g_value_set_uint64 (value, self->chunk);
+      break;
+    case PROP_INTERVAL:
+      g_value_set_uint64 (value, self->interval);
+      break;
+    case PROP_CHANNELS:
+      g_value_set_int (value, self->channels);
+      break;
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+      break;
+  }
+  GST_OBJECT_UNLOCK (self);
+}
+
+static void
+gst_clock_bridge_finalize (GObject * object)
+{
+  GstClockBridge *self = GST_CLOCK_BRIDGE (object);
+
+  clock_bridge_free (self->bridge);
+  if (self->clock)
+    gst_object_unref (self->clock);
+  g_free (self->clock_source);
+  g_free (self->settings_error);
+  g_mutex_clear (&self->lock);
+  g_cond_clear (&self->cond);
+  G_OBJECT_CLASS (gst_clock_bridge_parent_class)->finalize (object);
+}
+
+static GstIterator *
+gst_clock_bridge_no_links (GstPad * pad, GstObject * parent)
+{
+  /* the two pads live in different clock domains: nothing is forwarded */
+  GValue none = G_VALUE_INIT;
+  GstIterator *it;
+
+  g_value_init (&none, GST_TYPE_PAD);
+  it = gst_iterator_new_single (GST_TYPE_PAD, &none);
+  g_value_unset (&none);
+  return it;
+}
+
+static GstCaps *
+fixed_caps (GstClockBridge * self)
+{
+  gint channels;
+
+  GST_OBJECT_LOCK (self);
+  channels = self->channels;
+  GST_OBJECT_UNLOCK (self);
+  return gst_caps_new_simple ("audio/x-raw",
+      "format", G_TYPE_STRING, "F32LE",
+      "layout", G_TYPE_STRING, "interleaved",
+      "rate", G_TYPE_INT, RATE, "channels", G_TYPE_INT, channels, NULL);
+}
+
+static gboolean
+answer_caps_query (GstClockBridge * self, GstQuery * query)
+{
+  GstCaps *filter, *caps = fixed_caps (self);
+
+  gst_query_parse_caps (query, &filter);
+  if (filter) {
+    GstCaps *c = gst_caps_intersect_full (filter, caps,
+        GST_CAPS_INTERSECT_FIRST);
+    gst_caps_unref (caps);
+    caps = c;
+  }
+  gst_query_set_caps_result (query, caps);
+  gst_caps_unref (caps);
+  return TRUE;
+}
+
+static gboolean
+answer_accept_caps (GstClockBridge * self, GstQuery * query)
+{
+  GstCaps *offered, *caps = fixed_caps (self);
+
+  gst_query_parse_accept_caps (query, &offered);
+  gst_query_set_accept_caps_result (query,
+      gst_caps_is_subset (offered, caps));
+  gst_caps_unref (caps);
+  return TRUE;
+}
+
+static gboolean
+gst_clock_bridge_sink_query (GstPad * pad, GstObject * parent, GstQuery * query)
+{
+  GstClockBridge *self = GST_CLOCK_BRIDGE (parent);
+
+  switch (GST_QUERY_TYPE (query)) {
+    case GST_QUERY_CAPS:
+      return answer_caps_query (self, query);
+    case GST_QUERY_ACCEPT_CAPS:
+      return answer_accept_caps (self, query);
+    default:
+      return FALSE;
+  }
+}
+
+static gboolean
+gst_clock_bridge_src_query (GstPad * pad, GstObject * parent, GstQuery * query)
+{
+  GstClockBridge *self = GST_CLOCK_BRIDGE (parent);
+
+  switch (GST_QUERY_TYPE (query)) {
+    case GST_QUERY_CAPS:
+      return answer_caps_query (self, query);
+    case GST_QUERY_ACCEPT_CAPS:
+      return answer_accept_caps (self, query);
+    case GST_QUERY_LATENCY:{
+      GstClockTime chunk;
+      GST_OBJECT_LOCK (self);
+      chunk = self->chunk;
+      GST_OBJECT_UNLOCK (self);
+      /* a live source; upstream's latency ends in the FIFO */
+      gst_query_set_latency (query, TRUE, chunk + LATENCY_MARGIN,
+          GST_CLOCK_TIME_NONE);
+      return TRUE;
+    }
+    default:
+      return FALSE;
+  }
+}
+
+static gboolean
+gst_clock_bridge_src_event (GstPad * pad, GstObject * parent, GstEvent * event)
+{
+  gboolean ret = GST_EVENT_TYPE (event) != GST_EVENT_SEEK;
+
+  /* nothing goes upstream across the clock boundary; a seek is refused */
+  gst_event_unref (event);
+  return ret;
+}
+
+static gboolean
+check_caps (GstClockBridge * self, GstCaps * caps)
+{
+  GstCaps *mine = fixed_caps (self);
+  gboolean ok = gst_caps_is_subset (caps, mine);
+
+  if (!ok)
+    GST_ELEMENT_ERROR (self, CORE, NEGOTIATION, (NULL),
+        ("input caps %" GST_PTR_FORMAT " are not %" GST_PTR_FORMAT, caps,
+            mine));
+  gst_caps_unref (mine);
+  return ok;
+}
+
+static gboolean
+gst_clock_bridge_sink_event (GstPad * pad, GstObject * parent, GstEvent * event)
+{
+  GstClockBridge *self = GST_CLOCK_BRIDGE (parent);
+  gboolean ret = TRUE;
+
+  switch (GST_EVENT_TYPE (event)) {
+    case GST_EVENT_CAPS:{
+      GstCaps *caps;
+      gst_event_parse_caps (event, &caps);
+      ret = check_caps (self, caps);
+      break;
+    }
+    case GST_EVENT_EOS:
+      g_mutex_lock (&self->lock);
+      self->eos_in = TRUE;
+      if (self->bridge)
+        clock_bridge_drain (self->bridge);
+      g_mutex_unlock (&self->lock);
+      break;
+    case GST_EVENT_FLUSH_START:
+      g_mutex_lock (&self->lock);
+      self->sink_flushing = TRUE;
+      g_mutex_unlock (&self->lock);
+      break;
+    case GST_EVENT_FLUSH_STOP:
+      g_mutex_lock (&self->lock);
+      self->sink_flushing = FALSE;
+      if (self->bridge && !self->eos_in)
+        clock_bridge_flush (self->bridge);
+      g_mutex_unlock (&self->lock);
+      break;
+    default:
+      /* stream-start, segment, tags, gaps: the output has its own */
+      break;
+  }
+  gst_event_unref (event);
+  return ret;
+}
+
+/* a clock time as running time in seconds: the bridge's time axis */
+static gdouble
+running_seconds (GstClockBridge * self, GstClockTime now)
+{
+  GstClockTime base = gst_element_get_base_time (GST_ELEMENT (self));
+
+  if (!GST_CLOCK_TIME_IS_VALID (now) || now < base)
+    return 0.0;
+  return (gdouble) (now - base) / GST_SECOND;
+}
+
+static GstFlowReturn
+gst_clock_bridge_chain (GstPad * pad, GstObject * parent, GstBuffer * buffer)
+{
+  GstClockBridge *self = GST_CLOCK_BRIDGE (parent);
+  GstClock *clock = gst_element_get_clock (GST_ELEMENT (self));
+  GstFlowReturn ret = GST_FLOW_OK;
+  GstMapInfo map;
+  gsize frame_bytes;
+
+  g_mutex_lock (&self->lock);
+  if (self->sink_flushing) {
+    ret = GST_FLOW_FLUSHING;
+  } else if (self->eos_in) {
+    ret = GST_FLOW_EOS;
+  } else if (self->bridge && gst_buffer_map (buffer, &map, GST_MAP_READ)) {
+    GST_OBJECT_LOCK (self);
+    frame_bytes = sizeof (float) * self->channels;
+    GST_OBJECT_UNLOCK (self);
+    if (clock)
+      self->last_input = gst_clock_get_time (clock);
+    clock_bridge_write (self->bridge, (const float *) map.data,
+        map.size / frame_bytes, running_seconds (self, self->last_input));
+    gst_buffer_unmap (buffer, &map);
+    /* a stopped output (not linked, error) stops the input too */
+    if (self->src_flow == GST_FLOW_NOT_LINKED
+        || self->src_flow < GST_FLOW_EOS)
+      ret = self->src_flow;
+  }
+  g_mutex_unlock (&self->lock);
+  if (clock)
+    gst_object_unref (clock);
+  gst_buffer_unref (buffer);
+  return ret;
+}
+
+static void
+push_head (GstClockBridge * self)
+{
+  gchar *id = gst_pad_create_stream_id (self->srcpad, GST_ELEMENT (self),
+      NULL);
+  GstAudioInfo info;
+  GstCaps *caps;
+  GstSegment segment;
+  gint channels;
+
+  GST_OBJECT_LOCK (self);
+  channels = self->channels;
+  GST_OBJECT_UNLOCK (self);
+
+  gst_pad_push_event (self->srcpad, gst_event_new_stream_start (id));
+  g_free (id);
+  gst_audio_info_set_format (&info, GST_AUDIO_FORMAT_F32LE, RATE, channels,
+      NULL);
+  caps = gst_audio_info_to_caps (&info);
+  gst_pad_push_event (self->srcpad, gst_event_new_caps (caps));
+  gst_caps_unref (caps);
+  gst_segment_init (&segment, GST_FORMAT_TIME);
+  gst_pad_push_event (self->srcpad, gst_event_new_segment (&segment));
+}
+
+static void
+post_stats (GstClockBridge * self, const ClockBridgeStats * st,
+    gboolean input_active, GstClockTime running_time)
+{
+  GstStructure *s;
+  gdouble chunk_s = (gdouble) self->chunk_frames / RATE;
+
+  s = gst_structure_new ("clockbridge",
+      "running-time", G_TYPE_UINT64, (guint64) running_time,
+      "drift-ppm", G_TYPE_DOUBLE, st->drift_ppm,
+      "fill", G_TYPE_DOUBLE, st->fill_s,
+      "target", G_TYPE_DOUBLE, st->target_s,
+      "underruns", G_TYPE_UINT64, (guint64) st->underruns,
+      "overruns", G_TYPE_UINT64, (guint64) st->overruns,
+      "input-active", G_TYPE_BOOLEAN, input_active,
+      "latency", G_TYPE_DOUBLE,
+      st->fill_s + chunk_s + (gdouble) LATENCY_MARGIN / GST_SECOND,
+      "ratio", G_TYPE_DOUBLE, st->ratio, NULL);
+  gst_element_post_message (GST_ELEMENT (self),
+      gst_message_new_element (GST_OBJECT (self), s));
+}
+
+static void
+stop_task (GstClockBridge * self)
+{
+  gst_pad_pause_task (self->srcpad);
+}
+
+static void
+gst_clock_bridge_loop (GstPad * pad)
+{
+  GstClockBridge *self = GST_CLOCK_BRIDGE (GST_PAD_PARENT (pad));
+  GstClock *clock;
+  GstClockTime base_time, pts, end, now;
+  GstClockID id;
+  GstClockReturn wait;
+  GstBuffer *buf;
+  GstMapInfo map;
+  ClockBridgeStats st;
+  gboolean drained, input_active, post;
+  GstFlowReturn flow;
+  guint ch;
+
+  if (!self->sent_head) {
+    push_head (self);
+    self->sent_head = TRUE;
+  }
+
+  g_mutex_lock (&self->lock);
+  while (!self->playing && !self->task_stop)
+    g_cond_wait (&self->cond, &self->lock);
+  if (self->task_stop) {
+    g_mutex_unlock (&self->lock);
+    stop_task (self);
+    return;
+  }
+  clock = gst_element_get_clock (GST_ELEMENT (self));
+  if (clock == NULL) {
+    g_mutex_unlock (&self->lock);
+    GST_ELEMENT_ERROR (self, CORE, CLOCK, (NULL), ("PLAYING without a clock"));
+    stop_task (self);
+    return;
+  }
+  base_time = gst_element_get_base_time (GST_ELEMENT (self));
+  if (!self->have_origin) {
+    now = gst_clock_get_time (clock);
+    self->origin = now > base_time ? now - base_time : 0;
+    self->have_origin = TRUE;
+  }
+  pts = self->origin + gst_util_uint64_scale (self->frames_out, GST_SECOND,
+      RATE);
+  end = self->origin + gst_util_uint64_scale (self->frames_out +
+      self->chunk_frames, GST_SECOND, RATE);
+  id = gst_clock_new_single_shot_id (clock, base_time + end);
+  self->clock_id = id;
+  g_mutex_unlock (&self->lock);
+
+  wait = gst_clock_id_wait (id, NULL);
+
+  g_mutex_lock (&self->lock);
+  self->clock_id = NULL;
+  gst_clock_id_unref (id);
+  if (self->task_stop || wait == GST_CLOCK_UNSCHEDULED || !self->playing) {
+    /* stopping or paused: the next iteration decides */
+    g_mutex_unlock (&self->lock);
+    gst_object_unref (clock);
+    return;
+  }
+  now = gst_clock_get_time (clock);
+  gst_object_unref (clock);
+  GST_OBJECT_LOCK (self);
+  ch = (guint) self->channels;
+  GST_OBJECT_UNLOCK (self);
+  buf = gst_buffer_new_allocate (NULL,
+      (gsize) self->chunk_frames * ch * sizeof (float), NULL);
+  gst_buffer_map (buf, &map, GST_MAP_WRITE);
+  clock_bridge_read (self->bridge, (float *) map.data, self->chunk_frames,
+      running_seconds (self, now));
+  gst_buffer_unmap (buf, &map);
+  drained = self->eos_in && clock_bridge_drained (self->bridge);
+  clock_bridge_stats (self->bridge, &st);
+  input_active = GST_CLOCK_TIME_IS_VALID (self->last_input)
+      && now < self->last_input + INPUT_ACTIVE_WINDOW;
+  g_mutex_unlock (&self->lock);
+
+  GST_BUFFER_PTS (buf) = pts;
+  GST_BUFFER_DURATION (buf) = end - pts;
+  GST_BUFFER_OFFSET (buf) = self->frames_out;
+  GST_BUFFER_OFFSET_END (buf) = self->frames_out + self->chunk_frames;
+  if (self->frames_out == 0)
+    GST_BUFFER_FLAG_SET (buf, GST_BUFFER_FLAG_DISCONT);
+  self->frames_out += self->chunk_frames;
+  post = self->frames_out >= self->next_message;
+  if (post)
+    self->next_message += self->interval_frames;
+
+  flow = gst_pad_push (self->srcpad, buf);
+  if (post)
+    post_stats (self, &st, input_active, end);
+
+  g_mutex_lock (&self->lock);
+  self->src_flow = flow;
+  g_mutex_unlock (&self->lock);
+
+  if (flow == GST_FLOW_OK && drained) {
+    GST_INFO_OBJECT (self, "input ended and the FIFO is empty: EOS");
+    gst_pad_push_event (self->srcpad, gst_event_new_eos ());
+    stop_task (self);
+  } else if (flow != GST_FLOW_OK) {
+    GST_INFO_OBJECT (self, "push: %s", gst_flow_get_name (flow));
+    if (flow == GST_FLOW_NOT_LINKED || flow < GST_FLOW_EOS) {
+      GST_ELEMENT_FLOW_ERROR (self, flow);
+      gst_pad_push_event (self->srcpad, gst_event_new_eos ());
+    }
+    stop_task (self);
+  }
+}
+
+static gboolean
+gst_clock_bridge_src_activate_mode (GstPad * pad, GstObject * parent,
+    GstPadMode mode, gboolean active)
+{
+  GstClockBridge *self = GST_CLOCK_BRIDGE (parent);
+
+  if (mode != GST_PAD_MODE_PUSH)
+    return FALSE;
+  if (active) {
+    g_mutex_lock (&self->lock);
+    self->task_stop = FALSE;
+    g_mutex_unlock (&self->lock);
+    return gst_pad_start_task (pad, (GstTaskFunction) gst_clock_bridge_loop,
+        pad, NULL);
+  }
+  g_mutex_lock (&self->lock);
+  self->task_stop = TRUE;
+  if (self->clock_id)
+    gst_clock_id_unschedule (self->clock_id);
+  g_cond_broadcast (&self->cond);
+  g_mutex_unlock (&self->lock);
+  return gst_pad_stop_task (pad);
+}
+
+static GstClock *
+gst_clock_bridge_provide_clock (GstElement * element)
+{
+  GstClockBridge *self = GST_CLOCK_BRIDGE (element);
+  GstClock *clock = NULL;
+
+  GST_OBJECT_LOCK (self);
+  if (self->clock)
+    clock = gst_object_ref (self->clock);
+  GST_OBJECT_UNLOCK (self);
+  return clock;
+}
+
+/* NULL->READY: refused settings fail here; the provided clock is made */
+static gboolean
+open_clock (GstClockBridge * self)
+{
+  gchar *source, *error;
+  GstClock *clock;
+  GError *err = NULL;
+
+  GST_OBJECT_LOCK (self);
+  source = g_strdup (self->clock_source);
+  error = g_strdup (self->settings_error);
+  GST_OBJECT_UNLOCK (self);
+
+  if (error) {
+    GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS, ("%s", error), (NULL));
+    g_free (error);
+    g_free (source);
+    return FALSE;
+  }
+  if (strcmp (source, "tai") == 0 || strcmp (source, "realtime") == 0) {
+    clock = g_object_new (GST_TYPE_SYSTEM_CLOCK, "name", "clockbridge-clock",
+        "clock-type", strcmp (source, "tai") == 0 ? GST_CLOCK_TYPE_TAI :
+        GST_CLOCK_TYPE_REALTIME, NULL);
+    gst_object_ref_sink (clock);
+  } else {
+    clock = phc_clock_new_slaved (source, &err);
+    if (clock == NULL) {
+      GST_ELEMENT_ERROR (self, RESOURCE, OPEN_READ,
+          ("clock-source %s: %s", source, err->message), (NULL));
+      g_clear_error (&err);
+      g_free (source);
+      return FALSE;
+    }
+  }
+  GST_OBJECT_LOCK (self);
+  gst_object_replace ((GstObject **) & self->clock, GST_OBJECT (clock));
+  GST_OBJECT_UNLOCK (self);
+  gst_object_unref (clock);
+  g_free (source);
+  return TRUE;
+}
+
+static gboolean
+make_bridge (GstClockBridge * self)
+{
+  guint64 jitter, chunk, interval;
+  gint channels;
+
+  GST_OBJECT_LOCK (self);
+  jitter = self->jitter;
+  chunk = self->chunk;
+  interval = self->interval;
+  channels = self->channels;
+  GST_OBJECT_UNLOCK (self);
+
+  g_mutex_lock (&self->lock);
+  clock_bridge_free (self->bridge);
+  self->bridge = clock_bridge_new ((unsigned) channels, RATE,
+      (double) jitter / GST_SECOND);
+  self->playing = FALSE;
+  self->sink_flushing = FALSE;
+  self->eos_in = FALSE;
+  self->last_input = GST_CLOCK_TIME_NONE;
+  self->src_flow = GST_FLOW_OK;
+  g_mutex_unlock (&self->lock);
+
+  self->sent_head = FALSE;
+  self->have_origin = FALSE;
+  self->frames_out = 0;
+  self->chunk_frames = (guint) gst_util_uint64_scale (chunk, RATE, GST_SECOND);
+  self->interval_frames = MAX (1, gst_util_uint64_scale (interval, RATE,
+          GST_SECOND));
+  self->next_message = self->interval_frames;
+  if (self->bridge == NULL) {
+    GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT, (NULL),
+        ("out of memory for the FIFO"));
+    return FALSE;
+  }
+  return TRUE;
+}
+
+static GstStateChangeReturn
+gst_clock_bridge_change_state (GstElement * element, GstStateChange transition)
+{
+  GstClockBridge *self = GST_CLOCK_BRIDGE (element);
+  GstStateChangeReturn ret;
+
+  switch (transition) {
+    case GST_STATE_CHANGE_NULL_TO_READY:
+      if (!open_clock (self))
+        return GST_STATE_CHANGE_FAILURE;
+      break;
+    case GST_STATE_CHANGE_READY_TO_PAUSED:
+      if (!make_bridge (self))
+        return GST_STATE_CHANGE_FAILURE;
+      break;
+    case GST_STATE_CHANGE_PAUSED_TO_PLAYING:
+      g_mutex_lock (&self->lock);
+      self->playing = TRUE;
+      g_cond_broadcast (&self->cond);
+      g_mutex_unlock (&self->lock);
+      break;
+    case GST_STATE_CHANGE_PLAYING_TO_PAUSED:
+      g_mutex_lock (&self->lock);
+      self->playing = FALSE;
+      if (self->clock_id)
+        gst_clock_id_unschedule (self->clock_id);
+      g_mutex_unlock (&self->lock);
+      break;
+    default:
+      break;
+  }
+
+  ret = GST_ELEMENT_CLASS (gst_clock_bridge_parent_class)->change_state
+      (element, transition);
+  if (ret == GST_STATE_CHANGE_FAILURE)
+    return ret;
+
+  switch (transition) {
+    case GST_STATE_CHANGE_READY_TO_PAUSED:
+    case GST_STATE_CHANGE_PLAYING_TO_PAUSED:
+      ret = GST_STATE_CHANGE_NO_PREROLL;        /* a live source */
+      break;
+    case GST_STATE_CHANGE_PAUSED_TO_READY:
+      g_mutex_lock (&self->lock);
+      clock_bridge_free (self->bridge);
+      self->bridge = NULL;
+      g_mutex_unlock (&self->lock);
+      break;
+    case GST_STATE_CHANGE_READY_TO_NULL:
+      GST_OBJECT_LOCK (self);
+      gst_object_replace ((GstObject **) & self->clock, NULL);
+      GST_OBJECT_UNLOCK (self);
+      break;
+    default:
+      break;
+  }
+  return ret;
+}

@@ -1,0 +1,53 @@
+/* loop: see loop.h. */
+#include "loop.h"
+
+#include <math.h>
+
+static double
+clamp (double v, double lim)
+{
+  return v > lim ? lim : v < -lim ? -lim : v;
+}
+
+void
+clock_loop_init (ClockLoop * l, double target_s)
+{
+  l->target = target_s;
+  l->integ = 0.0;
+  l->drift = 0.0;
+  clock_loop_restart (l, target_s);
+}
+
+void
+clock_loop_restart (ClockLoop * l, double fill_s)
+{
+  l->lp1 = l->lp2 = fill_s;
+  l->u = l->integ;
+  l->t = 0.0;
+}
+
+double
+clock_loop_update (ClockLoop * l, double fill_s, double dt)
+{
+  double a = 1.0 - exp (-dt / CLOCK_LOOP_FILTER_S);
+  double w = CLOCK_LOOP_W_SLOW + (CLOCK_LOOP_W_FAST - CLOCK_LOOP_W_SLOW) *
+      exp (-l->t / CLOCK_LOOP_SCHEDULE_S);
+  double e;
+
+  l->lp1 += a * (fill_s - l->lp1);
+  l->lp2 += a * (l->lp1 - l->lp2);
+  e = l->lp2 - l->target;
+  if (fabs (e) > CLOCK_LOOP_REACQUIRE_S)
+    l->t = 0.0;
+  l->integ = clamp (l->integ + w * w * e * dt, CLOCK_LOOP_MAX_DRIFT);
+  l->u = clamp (2.0 * CLOCK_LOOP_ZETA * w * e + l->integ, CLOCK_LOOP_MAX_U);
+  l->drift += (1.0 - exp (-dt / CLOCK_LOOP_DRIFT_S)) * (l->u - l->drift);
+  l->t += dt;
+  return 1.0 + l->u;
+}
+
+double
+clock_loop_fill (const ClockLoop * l)
+{
+  return l->lp2;
+}

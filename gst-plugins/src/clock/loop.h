@@ -1,0 +1,60 @@
+/* loop: the clock bridge's control loop (pure C, no GStreamer types).
+ *
+ * Keeps the FIFO fill at the target by steering the resampling ratio
+ * (input frames consumed per output frame).  The plant: with the input
+ * running at (1 + d) times the output clock and the ratio at 1 + u, the
+ * fill (in seconds) moves at d - u seconds per second.
+ *
+ * The fill is measured once per output chunk.  Input arrives in packets
+ * (21 ms AAC frames, 80 ms Icecast bursts), so the raw fill is a saw-tooth;
+ * the loop sees it through two cascaded one-pole low-passes of
+ * CLOCK_LOOP_FILTER_S each.  The error e = filtered fill - target drives a
+ * PI controller, written as a second-order loop with damping 1:
+ *
+ *   u = 2 w e + I,   dI/dt = w^2 e      (w: natural frequency, rad/s)
+ *
+ * I converges to the input's drift d: it is the drift estimate.  The loop
+ * starts fast and slows down (gain scheduling):
+ *
+ *   w(t) = W_SLOW + (W_FAST - W_SLOW) exp(-t / SCHEDULE_S)
+ *
+ * with t the time since the last (re)start.  Fast (5 s time constant) so a
+ * new caller's clock is acquired in seconds, slow (20 s) so that packet
+ * jitter leaves the pitch alone.  When the filtered error leaves
+ * +-CLOCK_LOOP_REACQUIRE_S (a step change of the input rate) the schedule
+ * restarts fast.  u is bounded to +-CLOCK_LOOP_MAX_U, I to
+ * +-CLOCK_LOOP_MAX_DRIFT (anti-windup). */
+#ifndef CLOCK_LOOP_H
+#define CLOCK_LOOP_H
+
+#define CLOCK_LOOP_FILTER_S 0.25
+#define CLOCK_LOOP_W_FAST 0.3
+#define CLOCK_LOOP_W_SLOW 0.1
+#define CLOCK_LOOP_SCHEDULE_S 20.0
+#define CLOCK_LOOP_ZETA 1.0
+#define CLOCK_LOOP_DRIFT_S 10.0
+#define CLOCK_LOOP_REACQUIRE_S 0.002
+#define CLOCK_LOOP_MAX_U 0.005
+#define CLOCK_LOOP_MAX_DRIFT 0.003
+
+typedef struct
+{
+  double target;                /* s */
+  double lp1, lp2;              /* the fill through the low-passes, s */
+  double integ;                 /* I */
+  double u;                     /* the ratio offset in use */
+  double drift;                 /* u through a one-pole of CLOCK_LOOP_DRIFT_S */
+  double t;                     /* s since the last restart */
+} ClockLoop;
+
+void clock_loop_init (ClockLoop * l, double target_s);
+/* after a refill: the filters restart at fill, the schedule restarts fast;
+ * the drift estimate is kept (the same sender usually comes back) */
+void clock_loop_restart (ClockLoop * l, double fill_s);
+/* one step: the raw fill now, dt seconds since the last step; returns the
+ * ratio (1 + u) to use until the next step */
+double clock_loop_update (ClockLoop * l, double fill_s, double dt);
+/* the filtered fill, s */
+double clock_loop_fill (const ClockLoop * l);
+
+#endif

@@ -1,0 +1,157 @@
+/* The clock bridge's control loop on a simulated input clock (bridge.c with
+ * loop.c, fifo.c, sinc.c; no GStreamer).
+ *
+ * The input sends packets of PACKET frames at (1 + d) x 48000 frames per
+ * second of the output clock; the output reads a 4 ms chunk every 4 ms.
+ * Checked, with the target fill at 20 ms:
+ *   - d = 0, +-100, +-1000 ppm: after SETTLE_S the drift estimate is within
+ *     DRIFT_TOL_PPM of d and the (filtered) fill within target +- 1 ms; no
+ *     underrun or overrun after the start;
+ *   - a step of the rate -1000 -> +1000 ppm on a running stream, and a new
+ *     caller (1 s without input, then +1000 ppm after -1000): the same
+ *     bounds SETTLE_S after the step, one underrun for the gap only;
+ *   - bursty input (Icecast: 93 ms holes every 340 ms) with a 120 ms
+ *     target: no underrun.
+ * Prints, per case, when the drift estimate entered DRIFT_TOL_PPM for good. */
+#include "bridge.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#define RATE 48000
+#define CHUNK 192
+#define PACKET 1024
+#define SETTLE_S 60.0
+#define DRIFT_TOL_PPM 10.0
+#define FILL_TOL_S 0.001
+
+static int failures;
+
+#define CHECK(cond, ...) do { if (!(cond)) { failures++; \
+  printf ("FAIL: "); printf (__VA_ARGS__); printf ("\n"); } } while (0)
+
+typedef struct
+{
+  const char *name;
+  double target_s;
+  double ppm_before, ppm_after;
+  double change_at_s;           /* < 0: no change */
+  double gap_s;                 /* input silent for this long at change_at_s */
+  int bursty;
+  double duration_s;
+  unsigned packet;
+} Case;
+
+static void
+run_case (const Case * c)
+{
+  ClockBridge *b = clock_bridge_new (2, RATE, c->target_s);
+  float *in = calloc ((size_t) c->packet * 2, sizeof (float));
+  float out[CHUNK * 2];
+  double t_out = 0.0, t_in = 0.0, phase = 0.0, settled_at = -1.0;
+  double max_fill_err = 0.0, max_drift_err = 0.0;
+  uint64_t runs_at_settle = 0, overs_at_settle = 0;
+  int measuring = 0, changed = 0;
+  double settle_from = (c->change_at_s >= 0 ? c->change_at_s : 0.0) +
+      SETTLE_S;
+  ClockBridgeStats st;
+
+  while (t_out < c->duration_s) {
+    double ppm = c->change_at_s >= 0 && t_in >= c->change_at_s ?
+        c->ppm_after : c->ppm_before;
+    double in_rate = RATE * (1.0 + ppm * 1e-6);
+    double next_in = t_in + (double) c->packet / in_rate;
+    double arrive = next_in;
+
+    if (c->change_at_s >= 0 && !changed && t_in >= c->change_at_s) {
+      changed = 1;
+      if (c->gap_s > 0) {
+        /* the caller leaves; the next one starts gap_s later */
+        t_in += c->gap_s;
+        continue;
+      }
+    }
+    if (c->bursty) {
+      /* holes of 93 ms at the start of every 340 ms: what would have
+       * arrived in the hole arrives at its end */
+      double cycle = fmod (next_in, 0.34);
+      if (cycle < 0.093)
+        arrive = next_in - cycle + 0.093;
+    }
+    /* the output reads every chunk due before this packet arrives */
+    while (t_out + (double) CHUNK / RATE <= arrive && t_out < c->duration_s) {
+      clock_bridge_read (b, out, CHUNK, t_out + (double) CHUNK / RATE);
+      t_out += (double) CHUNK / RATE;
+      clock_bridge_stats (b, &st);
+      if (!measuring && t_out >= settle_from) {
+        measuring = 1;
+        runs_at_settle = st.underruns;
+        overs_at_settle = st.overruns;
+      }
+      if (measuring) {
+        double fe = fabs (st.fill_s - st.target_s);
+        double de = fabs (st.drift_ppm - ppm);
+        if (fe > max_fill_err)
+          max_fill_err = fe;
+        if (de > max_drift_err)
+          max_drift_err = de;
+      }
+      if (fabs (st.drift_ppm - ppm) > DRIFT_TOL_PPM)
+        settled_at = -1.0;
+      else if (settled_at < 0)
+        settled_at = t_out - (c->change_at_s >= 0 ? c->change_at_s : 0.0);
+    }
+    for (unsigned i = 0; i < c->packet; i++) {
+      float v = (float) (0.1 * sin (phase));
+      in[2 * i] = in[2 * i + 1] = v;
+      phase += 2 * M_PI * 997.0 / RATE;
+    }
+    clock_bridge_write (b, in, c->packet, arrive);
+    t_in = next_in;
+  }
+  clock_bridge_stats (b, &st);
+  printf ("%-28s drift %+9.2f ppm (true %+6.0f), within %.0f ppm for good "
+      "%.1f s after the %s; after %.0f s: |fill - target| <= %.3f ms, "
+      "|drift error| <= %.2f ppm; underruns %llu (%llu after), overruns %llu "
+      "(%llu after)\n", c->name, st.drift_ppm,
+      c->change_at_s >= 0 ? c->ppm_after : c->ppm_before, DRIFT_TOL_PPM,
+      settled_at, c->change_at_s >= 0 ? "change" : "start", SETTLE_S,
+      max_fill_err * 1e3, max_drift_err,
+      (unsigned long long) st.underruns,
+      (unsigned long long) (st.underruns - runs_at_settle),
+      (unsigned long long) st.overruns,
+      (unsigned long long) (st.overruns - overs_at_settle));
+  if (!c->bursty) {
+    CHECK (max_fill_err <= FILL_TOL_S, "%s: fill off target by %.3f ms",
+        c->name, max_fill_err * 1e3);
+    CHECK (max_drift_err <= DRIFT_TOL_PPM, "%s: drift off by %.2f ppm",
+        c->name, max_drift_err);
+  }
+  CHECK (st.underruns == (c->gap_s > 0 ? 1u : 0u),
+      "%s: %llu underruns", c->name, (unsigned long long) st.underruns);
+  CHECK (st.overruns == 0, "%s: %llu overruns", c->name,
+      (unsigned long long) st.overruns);
+  free (in);
+  clock_bridge_free (b);
+}
+
+int
+main (void)
+{
+  const Case cases[] = {
+    {"0 ppm", 0.02, 0, 0, -1, 0, 0, 120, PACKET},
+    {"+100 ppm", 0.02, 100, 100, -1, 0, 0, 120, PACKET},
+    {"-100 ppm", 0.02, -100, -100, -1, 0, 0, 120, PACKET},
+    {"+1000 ppm", 0.02, 1000, 1000, -1, 0, 0, 120, PACKET},
+    {"-1000 ppm", 0.02, -1000, -1000, -1, 0, 0, 120, PACKET},
+    {"step -1000 -> +1000 ppm", 0.02, -1000, 1000, 90, 0, 0, 180, PACKET},
+    {"new caller -1000 -> +1000", 0.02, -1000, 1000, 90, 1.0, 0, 180, PACKET},
+    {"bursty, 120 ms, +50 ppm", 0.12, 50, 50, -1, 0, 1, 120, 960},
+  };
+
+  for (size_t i = 0; i < sizeof (cases) / sizeof (cases[0]); i++)
+    run_case (&cases[i]);
+  printf ("%s\n", failures ? "FAILED" : "ok");
+  return failures ? 1 : 0;
+}
