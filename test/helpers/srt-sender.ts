@@ -14,6 +14,12 @@ export interface SenderOptions {
   codec?: 'aac' | 'mp2' | 's302m';
   /** Also a small MPEG-2 video stream, written before the audio in the transport stream. */
   video?: boolean;
+  /** Read the input at this multiple of real time (ffmpeg -readrate): 1.001 = a sender clock 1000 ppm fast. Default -re (1). */
+  readrate?: number;
+  /** SRT latency the caller asks for, ms (the connection uses the larger of both sides). Default 300. */
+  latencyMs?: number;
+  /** MPEG-TS PES payload size, bytes (ffmpeg -pes_payload_size; its default 2930 packs ~85 ms of AAC at 256 kb/s). */
+  pesPayloadSize?: number;
 }
 
 export interface Sender {
@@ -36,12 +42,14 @@ export function sendSine(options: SenderOptions): Sender {
     ? ['-f', 'lavfi', '-i', `testsrc=size=160x120:rate=25:duration=${options.seconds}`]
     : [];
   const args = [
-    '-hide_banner', '-loglevel', 'error', '-nostdin', '-re',
+    '-hide_banner', '-loglevel', 'error', '-nostdin',
+    ...(options.readrate === undefined ? ['-re'] : ['-readrate', String(options.readrate)]),
     ...video,
     '-f', 'lavfi', '-i', `aevalsrc=${expr}|${expr}:s=48000:d=${options.seconds}`,
     ...(options.video === true ? ['-map', '0:v', '-map', '1:a', '-c:v', 'mpeg2video', '-b:v', '200k'] : []),
     ...codecArgs,
-    '-f', 'mpegts', `srt://127.0.0.1:${options.port}?mode=caller&latency=300000&connect_timeout=3000`,
+    ...(options.pesPayloadSize === undefined ? [] : ['-pes_payload_size', String(options.pesPayloadSize)]),
+    '-f', 'mpegts', `srt://127.0.0.1:${options.port}?mode=caller&latency=${(options.latencyMs ?? 300) * 1000}&connect_timeout=3000`,
   ];
   const child = spawn('ffmpeg', args, { stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
