@@ -17,7 +17,7 @@ async function childArgv(engine: Awaited<ReturnType<typeof startEngine>>, id: st
   return cmdline.split('\0');
 }
 
-// packetsPerSend: undefined = the default config (4 packets per send, through rtpbatch); 1 = one per ms
+// packetsPerSend: undefined = the default config (4 packets per send, lists of 4 from rtpbatch); 1 = one per ms
 // video: the transport stream carries a video stream before the audio (an encoder's A/V feed)
 const cases = [
   { codec: 'aac', packetsPerSend: undefined, video: false },
@@ -38,8 +38,8 @@ for (const { codec, packetsPerSend, video } of cases) {
     await waitForPipeline(engine, id, isRunning, 'running');
     const argv = await childArgv(engine, id);
     const batch = argv.indexOf('rtpbatch');
-    if (packetsPerSend === 1) t.equal(batch, -1, 'no rtpbatch: the sink sends each packet on its own');
-    else t.same(argv.slice(batch - 1, batch + 4), ['!', 'rtpbatch', 'name=batch', 'packets=4', '!'], 'rtpbatch packets=4 before the sink');
+    const packets = packetsPerSend ?? 4;
+    t.same(argv.slice(batch - 1, batch + 5), ['!', 'rtpbatch', 'name=batch', `packets=${packets}`, 'media-clock=true', '!'], `rtpbatch packets=${packets} with media-clock timestamps before the sink`);
     const demux = argv.indexOf('tsdemux');
     t.same(argv.slice(demux, demux + 5), ['tsdemux', 'name=demux', '!', CAPS.audioInTransportStream, '!'], 'tsdemux links the first audio stream');
 
