@@ -59,8 +59,10 @@ for (const { codec, packetsPerSend, video } of cases) {
       t.ok(Math.abs(rms - expected) < 0.2, `channel ${channel}: RMS ${rms.toFixed(2)} dBFS, sent ${expected.toFixed(2)} dBFS`);
     }
 
-    // The caller left: the child ended cleanly and was started again at once, ready for the next one.
-    await waitForPipeline(engine, id, (p) => p.restarts >= 1 && isRunning(p), 'a restart after the caller left');
+    // The caller left: the child keeps running (srtsrc keeps listening, the output sends silence).
+    const left = await waitForPipeline(engine, id, (p) => p.input_state === 'waiting', 'waiting after the caller left');
+    t.equal(left.restarts, 0, 'no restart: the same child waits for the next caller');
+    t.ok(isRunning(left));
     const deleted = await api(engine, 'DELETE', `/api/v1/pipelines/${id}`);
     t.equal(deleted.status, 204);
   });

@@ -5,9 +5,10 @@
 
 Binds a UDP socket on 127.0.0.1 (ephemeral port, SO_TIMESTAMPNS, 8 MiB receive buffer), prints
 {"port": P} on one line, then receives for SECONDS (or until stdin closes) and prints one line per
-packet:  recv_ns seq rtp_ts peak
+packet:  recv_ns seq rtp_ts peak first
 recv_ns: CLOCK_REALTIME receive time the kernel stamped (SO_TIMESTAMPNS), ns; seq, rtp_ts: the RTP
-header; peak: the largest |sample| of the L24 payload, 0..8388608. Then "end DROPS" (datagrams the
+header; peak: the largest |sample| of the L24 payload, 0..8388608; first: the frame index in the
+packet of the first sample whose |value| exceeds 1/64 of full scale (-1 if none). Then "end DROPS" (datagrams the
 kernel dropped on a full buffer, SO_RXQ_OVFL). Kernel timestamps do not depend on when this process
 runs, so a loaded machine delays the lines but not the times.
 """
@@ -60,13 +61,16 @@ def main() -> None:
             offset = 12 + 4 * (data[0] & 0x0F)
             payload = data[offset:]
             peak = 0
+            first = -1
             for i in range(0, len(payload) - 2, 3):
                 v = int.from_bytes(payload[i:i + 3], "big", signed=True)
                 if v < 0:
                     v = -v
                 if v > peak:
                     peak = v
-            out.write(f"{recv_ns} {seq} {ts} {peak}\n")
+                if first < 0 and v > 131072:
+                    first = i // 6
+            out.write(f"{recv_ns} {seq} {ts} {peak} {first}\n")
     out.write(f"end {drops}\n")
     out.flush()
 

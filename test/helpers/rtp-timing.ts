@@ -16,6 +16,8 @@ export interface TimedPacket {
   rtpTs: number;
   /** Largest |sample| of the payload, 0..1. */
   peak: number;
+  /** Frame index in the packet of the first sample above 1/64 of full scale, -1 if none. */
+  first: number;
 }
 
 export class RtpTiming {
@@ -30,9 +32,9 @@ export class RtpTiming {
           this.kernelDrops = Number(line.slice(4));
           continue;
         }
-        const [recv, seq, ts, peak] = line.split(' ');
-        if (recv === undefined || seq === undefined || ts === undefined || peak === undefined) continue;
-        this.packets.push({ recvNs: BigInt(recv), seq: Number(seq), rtpTs: Number(ts), peak: Number(peak) / 8388608 });
+        const [recv, seq, ts, peak, first] = line.split(' ');
+        if (recv === undefined || seq === undefined || ts === undefined || peak === undefined || first === undefined) continue;
+        this.packets.push({ recvNs: BigInt(recv), seq: Number(seq), rtpTs: Number(ts), peak: Number(peak) / 8388608, first: Number(first) });
       }
     })();
   }

@@ -18,6 +18,8 @@ export interface SenderOptions {
   readrate?: number;
   /** SRT latency the caller asks for, ms (the connection uses the larger of both sides). Default 300. */
   latencyMs?: number;
+  /** An aevalsrc expression of `t` for both channels instead of the sine (amplitude and frequency then unused). */
+  expression?: string;
   /** MPEG-TS PES payload size, bytes (ffmpeg -pes_payload_size; its default 2930 packs ~85 ms of AAC at 256 kb/s). */
   pesPayloadSize?: number;
 }
@@ -32,7 +34,7 @@ export interface Sender {
 export function sendSine(options: SenderOptions): Sender {
   const f = options.frequency ?? 1000;
   const a = options.amplitude;
-  const expr = `${a}*sin(2*PI*${f}*t)`;
+  const expr = options.expression ?? `${a}*sin(2*PI*${f}*t)`;
   const codec = options.codec ?? 'aac';
   const codecArgs =
     codec === 'aac' ? ['-c:a', 'aac', '-b:a', '256k']
