@@ -1,15 +1,17 @@
 /**
  * `npm run bench`: the DSP benchmarks of our GStreamer elements and the engine benchmarks.
  *
- *   npm run bench -- [--runs N] [--only eq|loudnorm|engine|scale] [--quick] [--cache-dir DIR]
+ *   npm run bench -- [--runs N] [--only eq|loudnorm|engine|scale|drift] [--quick] [--cache-dir DIR]
  *                    [--plugin-path DIR] [--duration S] [--sender gst-shared|gst|ffmpeg] [--scale 1,8,16]
- *                    [--window S] [--packets-per-send K]
+ *                    [--window S] [--packets-per-send K] [--drift-window S]
  *
  * Runs bench/dsp-eq.ts (parametriceq vs equalizer-nbands), bench/dsp-loudnorm.ts (loudnorm vs
  * ffmpeg loudnorm, with the loudness each delivers) and bench/engine.ts (engine ready time,
  * create -> running, REST and gRPC latency; N concurrent real-time pipelines), prints one
  * markdown report and writes the whole result as JSON to bench/results/latest.json. It reports
  * ratios and never asserts a timing: the exit code is 0 unless a benchmark could not run.
+ * bench/clock-drift.ts (drift): the clock bridge under +-1000 ppm callers for `--drift-window` s
+ * (default 600; 60 with --quick).
  * `--quick`: 2 runs of 60 s programmes for the DSP benches, fewer repetitions and N = 1, 8 for
  * the engine (about 3 minutes in all).
  */
@@ -26,18 +28,20 @@ import {
 } from './dsp-loudnorm.js';
 import { engineBenchFlag, engineTable, ENGINE_USAGE, runEngineBench, type EngineBenchOptions, type EngineBenchResult } from './engine.js';
 import { DEFAULT_DURATION_S, DEFAULT_RUNS, parseBenchArgs, type BenchArgs } from './process.js';
+import { clockDriftTable, runClockDriftBench, type ClockDriftResult } from './clock-drift.js';
 
-type BenchName = 'eq' | 'loudnorm' | 'engine' | 'scale';
-const BENCH_NAMES: readonly BenchName[] = ['eq', 'loudnorm', 'engine', 'scale'];
+type BenchName = 'eq' | 'loudnorm' | 'engine' | 'scale' | 'drift';
+const BENCH_NAMES: readonly BenchName[] = ['eq', 'loudnorm', 'engine', 'scale', 'drift'];
 
-type Options = BenchArgs & { only?: BenchName; engine: EngineBenchOptions };
+type Options = BenchArgs & { only?: BenchName; engine: EngineBenchOptions; driftWindowS?: number };
 
 const USAGE =
-  'usage: npm run bench -- [--runs N] [--only eq|loudnorm|engine|scale] [--cache-dir DIR] [--plugin-path DIR] [--duration S] ' +
-  ENGINE_USAGE.replace('[--only engine|scale] ', '');
+  'usage: npm run bench -- [--runs N] [--only eq|loudnorm|engine|scale|drift] [--cache-dir DIR] [--plugin-path DIR] [--duration S] ' +
+  ENGINE_USAGE.replace('[--only engine|scale] ', '') + ' [--drift-window S]';
 
 function parseArgs(argv: string[]): Options {
   let only: BenchName | undefined;
+  let driftWindowS: number | undefined;
   const engine: EngineBenchOptions = {};
   const common = parseBenchArgs(argv, {
     valueHint: `\n${USAGE}`,
@@ -55,6 +59,12 @@ function parseArgs(argv: string[]): Options {
         only = name;
         return true;
       }
+      if (a === '--drift-window') {
+        const w = Number(value());
+        if (!(w >= 10 && w <= 7200)) throw new Error(`--drift-window takes seconds, 10-7200\n${USAGE}`);
+        driftWindowS = w;
+        return true;
+      }
       if (engineBenchFlag(a, value, engine)) return true;
       if (a === '--help' || a === '-h') {
         process.stdout.write(`${USAGE}\n`);
@@ -67,7 +77,8 @@ function parseArgs(argv: string[]): Options {
     common.runs ??= 2;
     common.durationS ??= 60;
   }
-  return { ...common, only, engine };
+  if (engine.quick === true) driftWindowS ??= 60;
+  return { ...common, only, engine, driftWindowS };
 }
 
 const EQ_ORDER: readonly EqBenchCaseName[] = ['parametriceq', 'equalizer-nbands', 'floor'];
@@ -129,8 +140,12 @@ async function main(): Promise<void> {
   const engine: EngineBenchResult | undefined =
     engineParts.engine || engineParts.scale ? await runEngineBench({ ...opts.engine, parts: engineParts, cacheDir: opts.cacheDir }) : undefined;
 
+  const drift: ClockDriftResult | undefined =
+    opts.only === undefined || opts.only === 'drift' ? await runClockDriftBench({ windowS: opts.driftWindowS, pluginPath: opts.pluginPath }) : undefined;
+
   process.stdout.write(`\n${table(eq, ln)}\n`);
   if (engine !== undefined) process.stdout.write(`\n${engineTable(engine)}\n`);
+  if (drift !== undefined) process.stdout.write(`\n${clockDriftTable(drift)}\n`);
 
   const here = path.dirname(fileURLToPath(import.meta.url));
   const dir = path.join(here, 'results');
@@ -154,10 +169,11 @@ async function main(): Promise<void> {
     loudnorm: ln ?? null,
     engine: engine?.control ?? null,
     scale: engine?.scale ?? null,
+    drift: drift ?? null,
     load: engine === undefined ? null : { before: engine.loadBefore, after: engine.loadAfter },
   };
   const kept: string[] = [];
-  for (const key of ['eq', 'loudnorm', 'engine', 'scale'] as const) {
+  for (const key of ['eq', 'loudnorm', 'engine', 'scale', 'drift'] as const) {
     const earlier = previous[key];
     if (report[key] === null && earlier !== undefined && earlier !== null) {
       report[key] = earlier;
