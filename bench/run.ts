@@ -1,7 +1,7 @@
 /**
  * `npm run bench`: the DSP benchmarks of our GStreamer elements and the engine benchmarks.
  *
- *   npm run bench -- [--runs N] [--only eq|loudnorm|engine|scale|drift] [--quick] [--cache-dir DIR]
+ *   npm run bench -- [--runs N] [--only eq|loudnorm|engine|scale|drift|clockcpu] [--quick] [--cache-dir DIR]
  *                    [--plugin-path DIR] [--duration S] [--sender gst-shared|gst|ffmpeg] [--scale 1,8,16]
  *                    [--window S] [--packets-per-send K] [--drift-window S]
  *
@@ -11,7 +11,8 @@
  * markdown report and writes the whole result as JSON to bench/results/latest.json. It reports
  * ratios and never asserts a timing: the exit code is 0 unless a benchmark could not run.
  * bench/clock-drift.ts (drift): the clock bridge under +-1000 ppm callers for `--drift-window` s
- * (default 600; 60 with --quick).
+ * (default 600; 60 with --quick). bench/clock-cpu.ts (clockcpu): one pipeline's CPU with the clock
+ * bridge against the graph before it, side by side, 3 rounds of 60 s (20 s with --quick).
  * `--quick`: 2 runs of 60 s programmes for the DSP benches, fewer repetitions and N = 1, 8 for
  * the engine (about 3 minutes in all).
  */
@@ -29,14 +30,15 @@ import {
 import { engineBenchFlag, engineTable, ENGINE_USAGE, runEngineBench, type EngineBenchOptions, type EngineBenchResult } from './engine.js';
 import { DEFAULT_DURATION_S, DEFAULT_RUNS, parseBenchArgs, type BenchArgs } from './process.js';
 import { clockDriftTable, runClockDriftBench, type ClockDriftResult } from './clock-drift.js';
+import { clockCpuTable, runClockCpuBench, type ClockCpuResult } from './clock-cpu.js';
 
-type BenchName = 'eq' | 'loudnorm' | 'engine' | 'scale' | 'drift';
-const BENCH_NAMES: readonly BenchName[] = ['eq', 'loudnorm', 'engine', 'scale', 'drift'];
+type BenchName = 'eq' | 'loudnorm' | 'engine' | 'scale' | 'drift' | 'clockcpu';
+const BENCH_NAMES: readonly BenchName[] = ['eq', 'loudnorm', 'engine', 'scale', 'drift', 'clockcpu'];
 
 type Options = BenchArgs & { only?: BenchName; engine: EngineBenchOptions; driftWindowS?: number };
 
 const USAGE =
-  'usage: npm run bench -- [--runs N] [--only eq|loudnorm|engine|scale|drift] [--cache-dir DIR] [--plugin-path DIR] [--duration S] ' +
+  'usage: npm run bench -- [--runs N] [--only eq|loudnorm|engine|scale|drift|clockcpu] [--cache-dir DIR] [--plugin-path DIR] [--duration S] ' +
   ENGINE_USAGE.replace('[--only engine|scale] ', '') + ' [--drift-window S]';
 
 function parseArgs(argv: string[]): Options {
@@ -145,7 +147,10 @@ async function main(): Promise<void> {
 
   process.stdout.write(`\n${table(eq, ln)}\n`);
   if (engine !== undefined) process.stdout.write(`\n${engineTable(engine)}\n`);
+  const clockCpu: ClockCpuResult | undefined =
+    opts.only === undefined || opts.only === 'clockcpu' ? await runClockCpuBench({ windowS: opts.engine.quick === true ? 20 : 60, pluginPath: opts.pluginPath }) : undefined;
   if (drift !== undefined) process.stdout.write(`\n${clockDriftTable(drift)}\n`);
+  if (clockCpu !== undefined) process.stdout.write(`\n${clockCpuTable(clockCpu)}\n`);
 
   const here = path.dirname(fileURLToPath(import.meta.url));
   const dir = path.join(here, 'results');
@@ -170,10 +175,11 @@ async function main(): Promise<void> {
     engine: engine?.control ?? null,
     scale: engine?.scale ?? null,
     drift: drift ?? null,
+    clockCpu: clockCpu ?? null,
     load: engine === undefined ? null : { before: engine.loadBefore, after: engine.loadAfter },
   };
   const kept: string[] = [];
-  for (const key of ['eq', 'loudnorm', 'engine', 'scale', 'drift'] as const) {
+  for (const key of ['eq', 'loudnorm', 'engine', 'scale', 'drift', 'clockCpu'] as const) {
     const earlier = previous[key];
     if (report[key] === null && earlier !== undefined && earlier !== null) {
       report[key] = earlier;
