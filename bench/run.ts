@@ -1,12 +1,13 @@
 /**
  * `npm run bench`: the DSP benchmarks of our GStreamer elements and the engine benchmarks.
  *
- *   npm run bench -- [--runs N] [--only eq|loudnorm|engine|scale|drift|clockcpu] [--quick] [--cache-dir DIR]
+ *   npm run bench -- [--runs N] [--only eq|loudnorm|resampler|engine|scale|drift|clockcpu] [--quick] [--cache-dir DIR]
  *                    [--plugin-path DIR] [--duration S] [--sender gst-shared|gst|ffmpeg] [--scale 1,8,16]
  *                    [--window S] [--packets-per-send K] [--drift-window S]
  *
  * Runs bench/dsp-eq.ts (parametriceq vs equalizer-nbands), bench/dsp-loudnorm.ts (loudnorm vs
- * ffmpeg loudnorm, with the loudness each delivers) and bench/engine.ts (engine ready time,
+ * ffmpeg loudnorm, with the loudness each delivers), bench/dsp-resampler.ts (the clockbridge
+ * resampler vs audioresample quality=10 and ffmpeg soxr, with THD+N) and bench/engine.ts (engine ready time,
  * create -> running, REST and gRPC latency; N concurrent real-time pipelines), prints one
  * markdown report and writes the whole result as JSON to bench/results/latest.json. It reports
  * ratios and never asserts a timing: the exit code is 0 unless a benchmark could not run.
@@ -27,18 +28,19 @@ import {
   runLoudnormBench,
   type LoudnormBenchResult,
 } from './dsp-loudnorm.js';
+import { resamplerBenchMarkdown, runResamplerBench, type ResamplerBenchResult } from './dsp-resampler.js';
 import { engineBenchFlag, engineTable, ENGINE_USAGE, runEngineBench, type EngineBenchOptions, type EngineBenchResult } from './engine.js';
 import { DEFAULT_DURATION_S, DEFAULT_RUNS, parseBenchArgs, type BenchArgs } from './process.js';
 import { clockDriftTable, runClockDriftBench, type ClockDriftResult } from './clock-drift.js';
 import { clockCpuTable, runClockCpuBench, type ClockCpuResult } from './clock-cpu.js';
 
-type BenchName = 'eq' | 'loudnorm' | 'engine' | 'scale' | 'drift' | 'clockcpu';
-const BENCH_NAMES: readonly BenchName[] = ['eq', 'loudnorm', 'engine', 'scale', 'drift', 'clockcpu'];
+type BenchName = 'eq' | 'loudnorm' | 'resampler' | 'engine' | 'scale' | 'drift' | 'clockcpu';
+const BENCH_NAMES: readonly BenchName[] = ['eq', 'loudnorm', 'resampler', 'engine', 'scale', 'drift', 'clockcpu'];
 
 type Options = BenchArgs & { only?: BenchName; engine: EngineBenchOptions; driftWindowS?: number };
 
 const USAGE =
-  'usage: npm run bench -- [--runs N] [--only eq|loudnorm|engine|scale|drift|clockcpu] [--cache-dir DIR] [--plugin-path DIR] [--duration S] ' +
+  'usage: npm run bench -- [--runs N] [--only eq|loudnorm|resampler|engine|scale|drift|clockcpu] [--cache-dir DIR] [--plugin-path DIR] [--duration S] ' +
   ENGINE_USAGE.replace('[--only engine|scale] ', '') + ' [--drift-window S]';
 
 function parseArgs(argv: string[]): Options {
@@ -138,6 +140,8 @@ async function main(): Promise<void> {
   const started = new Date();
   const eq = opts.only === undefined || opts.only === 'eq' ? await runEqBench(opts) : undefined;
   const ln = opts.only === undefined || opts.only === 'loudnorm' ? await runLoudnormBench(opts) : undefined;
+  const rs: ResamplerBenchResult | undefined =
+    opts.only === undefined || opts.only === 'resampler' ? await runResamplerBench(opts) : undefined;
   const engineParts = { engine: opts.only === undefined || opts.only === 'engine', scale: opts.only === undefined || opts.only === 'scale' };
   const engine: EngineBenchResult | undefined =
     engineParts.engine || engineParts.scale ? await runEngineBench({ ...opts.engine, parts: engineParts, cacheDir: opts.cacheDir }) : undefined;
@@ -146,6 +150,7 @@ async function main(): Promise<void> {
     opts.only === undefined || opts.only === 'drift' ? await runClockDriftBench({ windowS: opts.driftWindowS, pluginPath: opts.pluginPath }) : undefined;
 
   process.stdout.write(`\n${table(eq, ln)}\n`);
+  if (rs !== undefined) process.stdout.write(`\n${resamplerBenchMarkdown(rs)}\n`);
   if (engine !== undefined) process.stdout.write(`\n${engineTable(engine)}\n`);
   const clockCpu: ClockCpuResult | undefined =
     opts.only === undefined || opts.only === 'clockcpu' ? await runClockCpuBench({ windowS: opts.engine.quick === true ? 20 : 60, pluginPath: opts.pluginPath }) : undefined;
@@ -172,6 +177,7 @@ async function main(): Promise<void> {
     },
     eq: eq ?? null,
     loudnorm: ln ?? null,
+    resampler: rs ?? null,
     engine: engine?.control ?? null,
     scale: engine?.scale ?? null,
     drift: drift ?? null,
@@ -179,7 +185,7 @@ async function main(): Promise<void> {
     load: engine === undefined ? null : { before: engine.loadBefore, after: engine.loadAfter },
   };
   const kept: string[] = [];
-  for (const key of ['eq', 'loudnorm', 'engine', 'scale', 'drift', 'clockCpu'] as const) {
+  for (const key of ['eq', 'loudnorm', 'resampler', 'engine', 'scale', 'drift', 'clockCpu'] as const) {
     const earlier = previous[key];
     if (report[key] === null && earlier !== undefined && earlier !== null) {
       report[key] = earlier;

@@ -13,16 +13,28 @@ struct ClockBridge
 {
   unsigned channels, rate;
   size_t target;                /* frames */
-  size_t limit;                 /* frames: above it a write is an overrun */
+  size_t limit;                 /* frames: sizes the FIFO (2 x target + 20 ms) */
   ClockFifo fifo;
   ClockResampler rs;
   ClockLoop loop;
   double ratio;
   int running, draining, drained;
   size_t fade_pos, fade_len;
-  size_t max_write;             /* largest write since the last start */
+  /* the input's packet P: frames arriving together (writes less than
+   * CLOCK_BRIDGE_CLUSTER_S and half a write apart), the largest in this and
+   * the previous CLOCK_BRIDGE_PACKET_WINDOW_S window of input time */
+  size_t cluster, pkt_cur, pkt_prev, last_write;
+  double gap_cur, gap_prev;     /* the longest gap between packets, frames */
+  double last_write_t, pkt_window_t0;
+  int have_write;
+  unsigned episode_clusters;    /* packets completed since filling began */
+  /* the saw-tooth's depth: average minus lowest fill per window of
+   * CLOCK_BRIDGE_SWING_WINDOW_S output, and its peak-hold (s) */
+  double win_min, win_time, swing;
+  int have_swing, win_trimmed;
+  size_t settle_left;           /* output frames left in the settle window */
   uint64_t underruns, overruns, frames_in, frames_out;
-  /* the fill as a function of time (see fill_at): its value at the last
+  /* the fill as a function of time (see advance_to): its value at the last
    * event, the time of that event, the area under it since the last read */
   double cont_fill, cont_t, area, area_t0;
   int have_t;
@@ -86,6 +98,8 @@ advance_to (ClockBridge * b, double t)
     dt = 0.0;
   b->area += b->cont_fill * dt - r * dt * dt / 2.0;
   b->cont_fill -= r * dt;
+  if (b->running && b->cont_fill < b->win_min)
+    b->win_min = b->cont_fill;
   b->cont_t = t;
   if (!b->have_t) {
     b->area_t0 = t;
@@ -96,6 +110,7 @@ advance_to (ClockBridge * b, double t)
 static void
 empty_fifo (ClockBridge * b)
 {
+  b->episode_clusters = 0;
   clock_fifo_drop (&b->fifo, clock_fifo_frames (&b->fifo));
   b->rs.frac = 0.0;
 }
@@ -104,17 +119,143 @@ void
 clock_bridge_flush (ClockBridge * b)
 {
   empty_fifo (b);
-  b->max_write = 0;
+  b->cluster = b->pkt_cur = b->pkt_prev = 0;
+  b->gap_cur = b->gap_prev = 0.0;
+  b->have_write = b->have_swing = 0;
   b->running = b->draining = b->drained = 0;
   b->ratio = 1.0 + b->loop.integ;
 }
 
-/* the fill right after a write at which the average fill is the target:
- * input comes in packets, so the fill drops by up to a packet between them */
+static double setpoint_s (const ClockBridge * b);
+
+/* P from the packets that are complete (what a burst is measured against) */
+static size_t
+packet_closed (const ClockBridge * b)
+{
+  return b->pkt_cur > b->pkt_prev ? b->pkt_cur : b->pkt_prev;
+}
+
+/* G: the longest time without input between packets (frames), in this and
+ * the previous window; at least P */
+static double
+gap_frames (const ClockBridge * b)
+{
+  double g = b->gap_cur > b->gap_prev ? b->gap_cur : b->gap_prev;
+  double p = (double) packet_closed (b);
+
+  return g > p ? g : p;
+}
+
+/* P including the packet arriving now */
+static size_t
+packet_frames (const ClockBridge * b)
+{
+  size_t p = packet_closed (b);
+
+  return p > b->cluster ? p : b->cluster;
+}
+
+/* records a write of frames at t in the packet estimate */
+static void
+note_write (ClockBridge * b, size_t frames, double t)
+{
+  double gap = t - b->last_write_t;
+
+  if (!b->have_write || t - b->pkt_window_t0 >= CLOCK_BRIDGE_PACKET_WINDOW_S) {
+    b->pkt_prev = b->have_write ? b->pkt_cur : 0;
+    b->pkt_cur = 0;
+    b->gap_prev = b->have_write ? b->gap_cur : 0.0;
+    b->gap_cur = 0.0;
+    b->pkt_window_t0 = t;
+  }
+  /* together: less than half the previous write's duration apart */
+  if (b->have_write && gap <= CLOCK_BRIDGE_CLUSTER_S
+      && gap < 0.5 * (double) b->last_write / b->rate) {
+    b->cluster += frames;
+  } else {
+    /* the first packet after (re)connecting may be a backlog (a demuxer
+     * releasing what it held, a sender catching up): not a packet */
+    if (b->cluster > b->pkt_cur && (b->running || b->episode_clusters > 0))
+      b->pkt_cur = b->cluster;
+    if (b->have_write && !b->running)
+      b->episode_clusters++;
+    b->cluster = frames;
+    /* a gap that ran the FIFO dry (a stall, a caller gone) is not a
+     * pattern of the input */
+    if (b->have_write && b->running && gap * b->rate > b->gap_cur)
+      b->gap_cur = gap * b->rate;
+  }
+  b->last_write_t = t;
+  b->last_write = frames;
+  b->have_write = 1;
+}
+
+/* the fill right after a packet at which the lowest fill, just before the
+ * next packet, is the target: the target is the reserve below the
+ * packets' saw-tooth */
 static double
 start_fill (const ClockBridge * b)
 {
-  return (double) b->target + (double) b->max_write / 2.0;
+  double p = (double) (b->running ? packet_closed (b) : packet_frames (b));
+  double g = gap_frames (b);
+
+  return (double) b->target + (g > p ? g : p);
+}
+
+/* the average fill the loop keeps: target + the saw-tooth's depth below
+ * its average (measured; P/2 until a window has been measured) */
+static double
+setpoint_s (const ClockBridge * b)
+{
+  double depth = b->have_swing ? b->swing :
+      CLOCK_BRIDGE_DEPTH_GUESS * gap_frames (b) / b->rate;
+
+  return (double) b->target / b->rate + depth;
+}
+
+/* above it a write is an overrun: the setpoint + a packet + the target +
+ * CLOCK_BRIDGE_OVERFLOW_S */
+static double
+limit_frames (const ClockBridge * b)
+{
+  return setpoint_s (b) * b->rate + (double) packet_closed (b) +
+      (double) b->target + CLOCK_BRIDGE_OVERFLOW_S * b->rate;
+}
+
+/* after each read while running: the lowest fill of the window against the
+ * loop's average.  Windows with a trim (start, overrun, settle) in them are
+ * not measured. */
+static void
+note_swing (ClockBridge * b, double span)
+{
+  double w;
+
+  b->win_time += span;
+  if (b->win_time < CLOCK_BRIDGE_SWING_WINDOW_S)
+    return;
+  w = clock_loop_fill (&b->loop) - b->win_min;
+  if (w > CLOCK_BRIDGE_MAX_DEPTH_S)     /* bounds the FIFO's use */
+    w = CLOCK_BRIDGE_MAX_DEPTH_S;
+  /* measured only while the loop holds the setpoint (no transient; the
+   * filtered fill still ripples by a fraction of a large packet) */
+  if (b->settle_left == 0 && !b->win_trimmed && w >= 0.0
+      && fabs (clock_loop_fill (&b->loop) - setpoint_s (b)) <
+      fmax (CLOCK_LOOP_REACQUIRE_S,
+          0.25 * (double) packet_closed (b) / b->rate)) {
+    if (!b->have_swing || w > b->swing) {
+      b->swing = w;
+    } else {
+      /* down slowly: the loop follows a falling setpoint with a bias of
+       * the fall rate, at most CLOCK_BRIDGE_SWING_FALL (s per s) */
+      double fall = (b->swing - w) * b->win_time / CLOCK_BRIDGE_SWING_DECAY_S;
+      double most = CLOCK_BRIDGE_SWING_FALL * b->win_time;
+      b->swing -= fall < most ? fall : most;
+    }
+    b->have_swing = 1;
+  }
+  b->win_time = 0.0;
+  b->win_min = 1e9;
+  b->win_trimmed = 0;
 }
 
 /* drops the oldest frames down to start_fill(); the cut fades in */
@@ -126,16 +267,27 @@ trim_to_target (ClockBridge * b)
   if (excess >= 1.0)
     clock_fifo_drop (&b->fifo, (size_t) excess);
   b->fade_pos = 0;
+  b->win_trimmed = 1;
+}
+
+static void
+open_settle_window (ClockBridge * b)
+{
+  b->settle_left = (size_t) llround (CLOCK_BRIDGE_SETTLE_S * b->rate);
+  /* the filters start at the expected average */
+  clock_loop_set_target (&b->loop, setpoint_s (b));
+  clock_loop_restart (&b->loop, setpoint_s (b));
+  b->ratio = 1.0 + b->loop.u;
 }
 
 static void
 start (ClockBridge * b)
 {
+  b->win_time = 0.0;
+  b->win_min = 1e9;
   trim_to_target (b);
   b->running = 1;
-  /* the filters start at the expected average, the target */
-  clock_loop_restart (&b->loop, (double) b->target / b->rate);
-  b->ratio = 1.0 + b->loop.u;
+  open_settle_window (b);
 }
 
 void
@@ -157,16 +309,23 @@ clock_bridge_write (ClockBridge * b, const float *interleaved, size_t frames,
     clock_fifo_write_silence (f, CLOCK_SINC_HALF - 1);
   if (clock_fifo_room (f) < frames)
     clock_fifo_drop (f, frames - clock_fifo_room (f));
-  clock_fifo_write (f, interleaved, frames);
+  {
+    /* measured against the complete packets: a burst is not a packet */
+    double limit = limit_frames (b);
 
-  if (!b->running) {
-    if (frames > b->max_write)
-      b->max_write = frames;
-    if (fill_frames (b) >= start_fill (b))
-      start (b);
-  } else if (fill_frames (b) > (double) b->limit + (double) b->max_write) {
-    b->overruns++;
-    trim_to_target (b);
+    clock_fifo_write (f, interleaved, frames);
+    note_write (b, frames, t);
+    if (!b->running) {
+      /* two packets seen: the packet size is known */
+      if (b->episode_clusters >= 2 && fill_frames (b) >= start_fill (b))
+        start (b);
+    } else if (fill_frames (b) > limit) {
+      if (b->settle_left == 0)  /* once per episode */
+        b->overruns++;
+      b->cluster = 0;           /* a burst is not a packet */
+      trim_to_target (b);
+      open_settle_window (b);
+    }
   }
   b->cont_fill = fill_frames (b) / b->rate;
 }
@@ -179,10 +338,22 @@ clock_bridge_read (ClockBridge * b, float *out, size_t frames, double t)
   double span;
 
   b->frames_out += frames;
+  if (b->running && b->settle_left > 0) {
+    /* a burst left the fill above its saw-tooth's peak: trim again */
+    if (fill_frames (b) > start_fill (b) +
+        CLOCK_BRIDGE_SETTLE_MARGIN_S * b->rate) {
+      trim_to_target (b);
+      clock_loop_restart (&b->loop, setpoint_s (b));
+      b->cont_fill = fill_frames (b) / b->rate;
+    }
+    b->settle_left = b->settle_left > frames ? b->settle_left - frames : 0;
+  }
   advance_to (b, t);
   span = t - b->area_t0;
   if (b->running && !b->draining) {
     double avg = span > 0.0 ? b->area / span : b->cont_fill;
+    note_swing (b, span);
+    clock_loop_set_target (&b->loop, setpoint_s (b));
     b->ratio = clock_loop_update (&b->loop, avg, (double) frames / b->rate);
   }
   b->area = 0.0;
@@ -202,7 +373,6 @@ clock_bridge_read (ClockBridge * b, float *out, size_t frames, double t)
       else
         b->underruns++;
       b->running = 0;
-      b->max_write = 0;
       empty_fifo (b);
     }
   }
@@ -237,6 +407,8 @@ clock_bridge_stats (const ClockBridge * b, ClockBridgeStats * s)
   s->fill_s = b->running ? clock_loop_fill (&b->loop) :
       fill_frames (b) / b->rate;
   s->target_s = (double) b->target / b->rate;
+  s->packet_s = (double) packet_frames (b) / b->rate;
+  s->setpoint_s = setpoint_s (b);
   s->ratio = b->ratio;
   s->underruns = b->underruns;
   s->overruns = b->overruns;

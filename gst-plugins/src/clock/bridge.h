@@ -6,20 +6,36 @@
  * resampler (sinc.h) whose ratio the control loop (loop.h) steers so that
  * the FIFO stays at the target fill.
  *
+ * The target is the reserve: the lowest fill, just before a packet
+ * arrives.  Input comes in packets (P frames arriving together: writes
+ * less than half a write's duration and CLOCK_BRIDGE_CLUSTER_S apart; the
+ * largest in the last 10-20 s of input).  An ffmpeg MPEG-TS sender packs 8
+ * AAC frames (170 ms) per PES, decoded back to back; a steady sender one
+ * frame (21 ms); an Icecast source leaves 93 ms holes and then catches up.
+ * The fill is a saw-tooth; the loop keeps its average at the setpoint
+ * target + D, D the saw-tooth's depth below its average (per 1 s window of
+ * output: average minus lowest fill; peak-hold, falling toward smaller
+ * depths with a 30 s time constant but at most 0.02 ms per s; max(P, G)/2
+ * until the first window), so the reserve against late input is the
+ * target whatever the packet pattern.
+
  * States:
  *   filling  output is digital silence.  The first write that brings the
- *            fill to target + P/2 starts the output (P: the largest write
- *            since filling began; input comes in packets, so the fill falls
- *            by up to P between writes and its average is then the
- *            target): the oldest frames above target + P/2 are dropped and
- *            the audio fades in over CLOCK_BRIDGE_FADE_S (linear).
+ *            fill to target + P starts the output: the oldest frames above
+ *            it are dropped and the audio fades in over CLOCK_BRIDGE_FADE_S
+ *            (linear).
  *   running  the resampler reads the FIFO.  When it runs dry (no input:
  *            caller gone or stalled) the rest of the chunk is silence, one
  *            underrun is counted and the bridge goes back to filling (the
- *            drift estimate is kept).  When a write brings the fill above
- *            the limit (2 x target + CLOCK_BRIDGE_OVERFLOW_S + P; a burst)
- *            one overrun is counted, the oldest frames are dropped down to
- *            target + P/2 and the audio fades in again.
+ *            drift estimate and P are kept).  When a write brings the fill
+ *            above the limit (2 x target + CLOCK_BRIDGE_OVERFLOW_S + P; a
+ *            burst) one overrun is counted, the oldest frames are dropped
+ *            down to target + P and the audio fades in again.
+ *            Settle window: for CLOCK_BRIDGE_SETTLE_S after a start or an
+ *            overrun (the rest of a burst: a sender catching up, a pipe's
+ *            backlog, the rest of a packet) any fill above target + P +
+ *            SETTLE_MARGIN at a read is trimmed the same way, no further
+ *            overrun is counted, and the loop's filters restart.
  *   draining after clock_bridge_drain (end of stream): the FIFO plays out
  *            without control, then clock_bridge_drained() is true.
  *
@@ -32,7 +48,16 @@
 #include <stdint.h>
 
 #define CLOCK_BRIDGE_FADE_S 0.005
-#define CLOCK_BRIDGE_OVERFLOW_S 0.1
+#define CLOCK_BRIDGE_OVERFLOW_S 0.02
+#define CLOCK_BRIDGE_SETTLE_S 0.5
+#define CLOCK_BRIDGE_CLUSTER_S 0.005
+#define CLOCK_BRIDGE_PACKET_WINDOW_S 10.0
+#define CLOCK_BRIDGE_SWING_WINDOW_S 1.0
+#define CLOCK_BRIDGE_SWING_DECAY_S 30.0
+#define CLOCK_BRIDGE_SWING_FALL 0.00002
+#define CLOCK_BRIDGE_DEPTH_GUESS 0.5
+#define CLOCK_BRIDGE_MAX_DEPTH_S 0.5
+#define CLOCK_BRIDGE_SETTLE_MARGIN_S 0.005
 
 typedef struct ClockBridge ClockBridge;
 
@@ -41,6 +66,8 @@ typedef struct
   double drift_ppm;             /* the loop's drift estimate */
   double fill_s;                /* filtered fill while running, raw while filling */
   double target_s;
+  double packet_s;              /* P: the input's packet (burst) size */
+  double setpoint_s;            /* the average fill the loop keeps */
   double ratio;                 /* input frames per output frame in use */
   uint64_t underruns, overruns;
   int running;

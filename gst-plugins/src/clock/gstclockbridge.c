@@ -554,6 +554,8 @@ gst_clock_bridge_chain (GstPad * pad, GstObject * parent, GstBuffer * buffer)
     GST_OBJECT_UNLOCK (self);
     if (clock)
       self->last_input = gst_clock_get_time (clock);
+    GST_LOG_OBJECT (self, "%" G_GSIZE_FORMAT " frames at %" GST_TIME_FORMAT,
+        map.size / frame_bytes, GST_TIME_ARGS (self->last_input));
     clock_bridge_write (self->bridge, (const float *) map.data,
         map.size / frame_bytes, running_seconds (self, self->last_input));
     gst_buffer_unmap (buffer, &map);
@@ -606,6 +608,7 @@ post_stats (GstClockBridge * self, const ClockBridgeStats * st,
       "drift-ppm", G_TYPE_DOUBLE, st->drift_ppm,
       "fill", G_TYPE_DOUBLE, st->fill_s,
       "target", G_TYPE_DOUBLE, st->target_s,
+      "setpoint", G_TYPE_DOUBLE, st->setpoint_s,
       "underruns", G_TYPE_UINT64, (guint64) st->underruns,
       "overruns", G_TYPE_UINT64, (guint64) st->overruns,
       "input-active", G_TYPE_BOOLEAN, input_active,

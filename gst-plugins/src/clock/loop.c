@@ -14,14 +14,26 @@ clock_loop_init (ClockLoop * l, double target_s)
 {
   l->target = target_s;
   l->integ = 0.0;
-  l->drift = 0.0;
   clock_loop_restart (l, target_s);
+}
+
+void
+clock_loop_set_target (ClockLoop * l, double target_s)
+{
+  /* a setpoint that jumps up is an offset to move, not a drift to learn:
+   * the integrator holds until the fill has reached it (falls are slow) */
+  if (target_s - l->target > CLOCK_LOOP_SETPOINT_STEP_S) {
+    l->hold = 1;
+    l->hold_t = 0.0;
+  }
+  l->target = target_s;
 }
 
 void
 clock_loop_restart (ClockLoop * l, double fill_s)
 {
   l->lp1 = l->lp2 = fill_s;
+  l->hold = 0;
   l->u = l->integ;
   l->t = 0.0;
 }
@@ -39,9 +51,18 @@ clock_loop_update (ClockLoop * l, double fill_s, double dt)
   e = l->lp2 - l->target;
   if (fabs (e) > CLOCK_LOOP_REACQUIRE_S)
     l->t = 0.0;
-  l->integ = clamp (l->integ + w * w * e * dt, CLOCK_LOOP_MAX_DRIFT);
+  /* anti-windup: a large error is a fill offset (a burst, a start), not a
+   * drift: the integrator sees at most +-REACQUIRE and stops while u is
+   * at its bound */
+  l->hold_t += dt;
+  if (l->hold && (fabs (e) < CLOCK_LOOP_SETPOINT_STEP_S
+          || l->hold_t > CLOCK_LOOP_HOLD_S))
+    l->hold = 0;
+  if (!l->hold && fabs (2.0 * CLOCK_LOOP_ZETA * w * e + l->integ) <
+      CLOCK_LOOP_MAX_U)
+    l->integ = clamp (l->integ + w * w * clamp (e, CLOCK_LOOP_REACQUIRE_S) *
+        dt, CLOCK_LOOP_MAX_DRIFT);
   l->u = clamp (2.0 * CLOCK_LOOP_ZETA * w * e + l->integ, CLOCK_LOOP_MAX_U);
-  l->drift += (1.0 - exp (-dt / CLOCK_LOOP_DRIFT_S)) * (l->u - l->drift);
   l->t += dt;
   return 1.0 + l->u;
 }

@@ -13,7 +13,8 @@
  *
  *   u = 2 w e + I,   dI/dt = w^2 e      (w: natural frequency, rad/s)
  *
- * I converges to the input's drift d: it is the drift estimate.  The loop
+ * I converges to the input's drift d: it is the drift estimate (held
+ * while u is at its bound, so a recovery does not disturb it).  The loop
  * starts fast and slows down (gain scheduling):
  *
  *   w(t) = W_SLOW + (W_FAST - W_SLOW) exp(-t / SCHEDULE_S)
@@ -23,7 +24,12 @@
  * jitter leaves the pitch alone.  When the filtered error leaves
  * +-CLOCK_LOOP_REACQUIRE_S (a step change of the input rate) the schedule
  * restarts fast.  u is bounded to +-CLOCK_LOOP_MAX_U, I to
- * +-CLOCK_LOOP_MAX_DRIFT (anti-windup). */
+ * +-CLOCK_LOOP_MAX_DRIFT; I integrates e bounded to +-CLOCK_LOOP_REACQUIRE_S
+ * and holds while u is at its bound (anti-windup: a large error is a fill
+ * offset, not a drift).  When the setpoint jumps up by more than
+ * CLOCK_LOOP_SETPOINT_STEP_S, I also holds until the fill is within that
+ * of the new setpoint, at most CLOCK_LOOP_HOLD_S: the P term moves the
+ * fill, I keeps the drift. */
 #ifndef CLOCK_LOOP_H
 #define CLOCK_LOOP_H
 
@@ -32,8 +38,9 @@
 #define CLOCK_LOOP_W_SLOW 0.1
 #define CLOCK_LOOP_SCHEDULE_S 20.0
 #define CLOCK_LOOP_ZETA 1.0
-#define CLOCK_LOOP_DRIFT_S 10.0
 #define CLOCK_LOOP_REACQUIRE_S 0.002
+#define CLOCK_LOOP_SETPOINT_STEP_S 0.0005
+#define CLOCK_LOOP_HOLD_S 5.0
 #define CLOCK_LOOP_MAX_U 0.005
 #define CLOCK_LOOP_MAX_DRIFT 0.003
 
@@ -43,14 +50,17 @@ typedef struct
   double lp1, lp2;              /* the fill through the low-passes, s */
   double integ;                 /* I */
   double u;                     /* the ratio offset in use */
-  double drift;                 /* u through a one-pole of CLOCK_LOOP_DRIFT_S */
   double t;                     /* s since the last restart */
+  int hold;                     /* I holds: the setpoint moved */
+  double hold_t;                /* s since it moved */
 } ClockLoop;
 
 void clock_loop_init (ClockLoop * l, double target_s);
 /* after a refill: the filters restart at fill, the schedule restarts fast;
  * the drift estimate is kept (the same sender usually comes back) */
 void clock_loop_restart (ClockLoop * l, double fill_s);
+/* the average fill to keep, s */
+void clock_loop_set_target (ClockLoop * l, double target_s);
 /* one step: the raw fill now, dt seconds since the last step; returns the
  * ratio (1 + u) to use until the next step */
 double clock_loop_update (ClockLoop * l, double fill_s, double dt);

@@ -32,7 +32,7 @@ clock_resampler_can_read (const ClockFifo * f)
   return clock_fifo_frames (f) >= 2 * CLOCK_SINC_HALF;
 }
 /* writes up to frames interleaved output frames, advancing ratio input
- * frames per output frame; returns the frames written (fewer when the FIFO
+ * frames per output frame (0 < ratio < 2); returns the frames written (fewer when the FIFO
  * runs dry) */
 size_t clock_resampler_run (ClockResampler * r, ClockFifo * f, double ratio,
     float *out, size_t frames);

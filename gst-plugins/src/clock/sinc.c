@@ -48,30 +48,3 @@ clock_sinc_init (ClockSinc * s)
     for (int j = 0; j < CLOCK_SINC_TAPS; j++)
       s->delta[p][j] = s->coef[p + 1][j] - s->coef[p][j];
 }
-
-void
-clock_sinc_coefs (const ClockSinc * s, double frac, float *c)
-{
-  double pos = frac * CLOCK_SINC_PHASES;
-  int p = (int) pos;
-  float a;
-
-  if (p >= CLOCK_SINC_PHASES)   /* frac rounded up to 1.0 */
-    p = CLOCK_SINC_PHASES - 1;
-  a = (float) (pos - p);
-  for (int j = 0; j < CLOCK_SINC_TAPS; j++)
-    c[j] = s->coef[p][j] + a * s->delta[p][j];
-}
-
-float
-clock_sinc_dot (const float *c, const float *x)
-{
-  /* eight independent sums: the compiler vectorises the inner loop */
-  float acc[8] = { 0 };
-
-  for (int j = 0; j < CLOCK_SINC_TAPS; j += 8)
-    for (int k = 0; k < 8; k++)
-      acc[k] += c[j + k] * x[j + k];
-  return ((acc[0] + acc[4]) + (acc[1] + acc[5])) +
-      ((acc[2] + acc[6]) + (acc[3] + acc[7]));
-}
