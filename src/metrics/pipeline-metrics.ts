@@ -75,11 +75,11 @@ export function registerPipelineMetrics(registry: Registry, pipelines: Supervise
   // The clock bridge (docs/clock.md): drift tracking, jitter buffer and latency.
   const bridge = (pick: (c: NonNullable<PipelineStats['clock']>) => number) =>
     (id: string, s: PipelineStats): Reading => (s.clock === undefined ? [] : [[{ pipeline_id: id }, pick(s.clock)]]);
-  gauge('audio_engine_pipeline_buffer_fill_ratio', 'Fill of the jitter buffer (clock bridge FIFO) against its target: 1 = at target, 0 = empty.', ['pipeline_id'],
-    bridge((c) => (c.targetSeconds > 0 ? c.fillSeconds / c.targetSeconds : 0)));
+  gauge('audio_engine_pipeline_buffer_fill_ratio', 'Fill of the jitter buffer (clock bridge FIFO) against the fill it keeps (setpoint): 1 = steady, 0 = empty.', ['pipeline_id'],
+    bridge((c) => (c.setpointSeconds > 0 ? c.fillSeconds / c.setpointSeconds : 0)));
   gauge('audio_engine_pipeline_input_clock_drift_ppm', 'Sender clock against the output clock as the clock bridge measures it, ppm (positive: sender fast).', ['pipeline_id'],
     bridge((c) => c.driftPpm));
-  gauge('audio_engine_pipeline_jitter_buffer_seconds', 'Fill of the jitter buffer (clock bridge FIFO), seconds; held at engine.jitter_ms.', ['pipeline_id'],
+  gauge('audio_engine_pipeline_jitter_buffer_seconds', 'Fill of the jitter buffer (clock bridge FIFO, time average), seconds; held at engine.jitter_ms + the input\'s packet saw-tooth depth.', ['pipeline_id'],
     bridge((c) => c.fillSeconds));
   counter('audio_engine_pipeline_jitter_buffer_underruns_total', 'Times the jitter buffer ran empty (silence sent), once per episode, by the current child.', ['pipeline_id'],
     bridge((c) => c.underruns));

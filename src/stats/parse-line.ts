@@ -51,9 +51,10 @@ export interface ClockBridgeEvent {
   element: string;
   /** Sender clock against the pipeline clock, ppm (positive: the sender is fast). */
   driftPpm: number;
-  /** FIFO fill now and its target, seconds. */
+  /** FIFO fill (its time average while playing), the reserve below the input's packet saw-tooth (engine.jitter_ms), and the average fill the bridge keeps (target + saw-tooth depth), seconds. */
   fillSeconds: number;
   targetSeconds: number;
+  setpointSeconds: number;
   /** Cumulative since the child started. */
   underruns: number;
   overruns: number;
@@ -130,7 +131,8 @@ export function parseLine(line: string): StatsEvent | undefined {
       const values = requireNumbers(structure, CLOCK_BRIDGE_FIELDS);
       const inputActive = structure.fields.get('input-active');
       if (values === undefined || typeof inputActive !== 'boolean') return undefined;
-      return { kind: 'clockbridge', element, ...values, inputActive };
+      // setpoint came with the element's first release; without it the target is the setpoint
+      return { kind: 'clockbridge', element, ...values, setpointSeconds: num(structure, 'setpoint') ?? values.targetSeconds, inputActive };
     }
     case 'pipelinestats': {
       const event: PipelineStatsEvent = { kind: 'pipelinestats', element };

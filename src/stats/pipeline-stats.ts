@@ -22,6 +22,8 @@ export interface ClockReport {
   drift_ppm: number;
   jitter_buffer_seconds: number;
   jitter_target_seconds: number;
+  /** The average fill the bridge keeps: the target + the depth of the input's packet saw-tooth. */
+  jitter_setpoint_seconds: number;
   underruns: number;
   overruns: number;
   /** Sender-to-RTP estimate: input (SRT) latency + the bridge's latency (docs/clock.md). */
@@ -103,6 +105,7 @@ export class PipelineStats {
       drift_ppm: Math.round(c.driftPpm * 100) / 100,
       jitter_buffer_seconds: Math.round(c.fillSeconds * 1e5) / 1e5,
       jitter_target_seconds: Math.round(c.targetSeconds * 1e5) / 1e5,
+      jitter_setpoint_seconds: Math.round(c.setpointSeconds * 1e5) / 1e5,
       underruns: c.underruns,
       overruns: c.overruns,
       latency_seconds: Math.round((inputLatencyMs / 1000 + c.latencySeconds) * 1e5) / 1e5,

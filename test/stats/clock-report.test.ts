@@ -3,7 +3,7 @@ import type { ClockBridgeEvent, LevelEvent } from '../../src/stats/parse-line.js
 import { PipelineStats } from '../../src/stats/pipeline-stats.js';
 
 const bridge = (inputActive: boolean, fillSeconds = 0.02): ClockBridgeEvent => ({
-  kind: 'clockbridge', element: 'bridge', driftPpm: 41.237, fillSeconds, targetSeconds: 0.02,
+  kind: 'clockbridge', element: 'bridge', driftPpm: 41.237, fillSeconds, targetSeconds: 0.02, setpointSeconds: 0.031,
   underruns: 3, overruns: 1, inputActive, latencySeconds: 0.027, ratio: 1.000041,
 });
 const level = (db: number): LevelEvent => ({ kind: 'level', element: 'level', rmsDb: [db, db], peakDb: [db, db] });
@@ -34,6 +34,7 @@ void t.test('the clock report: rounded bridge figures, latency = SRT latency + b
     drift_ppm: 41.24,
     jitter_buffer_seconds: 0.02035,
     jitter_target_seconds: 0.02,
+    jitter_setpoint_seconds: 0.031,
     underruns: 3,
     overruns: 1,
     latency_seconds: 0.147,

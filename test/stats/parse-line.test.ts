@@ -93,6 +93,7 @@ void t.test('clockbridge messages of a real run: idle, a caller, none, a second 
     if (event.kind !== 'clockbridge') continue;
     t.equal(event.element, 'bridge');
     t.equal(event.targetSeconds, 0.02, 'the target is engine.jitter_ms');
+    t.ok(event.setpointSeconds >= event.targetSeconds, 'the fill kept is the target + the input saw-tooth depth');
     for (const value of [event.driftPpm, event.fillSeconds, event.latencySeconds, event.ratio]) t.ok(Number.isFinite(value));
     t.ok(event.underruns >= underruns, 'underruns are cumulative');
     underruns = event.underruns;

@@ -194,7 +194,10 @@ export interface Pipeline {
 export interface PipelineClock {
   /** Sender clock against the output clock, ppm (positive: the sender is fast). */
   drift_ppm: number;
-  /** Fill of the jitter buffer now and its target (engine.jitter_ms), seconds. */
+  /**
+   * Fill of the jitter buffer (time average) and its target (engine.jitter_ms: the reserve below
+   * the input's packet saw-tooth), seconds.
+   */
   jitter_buffer_seconds: number;
   jitter_target_seconds: number;
   /** Times the buffer ran empty (once per episode) and overflowed, in the current child. */
@@ -202,6 +205,8 @@ export interface PipelineClock {
   overruns: number;
   /** Sender-to-RTP latency estimate: SRT latency + the bridge's latency, seconds. */
   latency_seconds: number;
+  /** The average fill the bridge keeps: the target + the depth of the input's saw-tooth, seconds. */
+  jitter_setpoint_seconds: number;
 }
 
 export interface PipelineList {
@@ -1114,6 +1119,7 @@ function createBasePipelineClock(): PipelineClock {
     underruns: 0,
     overruns: 0,
     latency_seconds: 0,
+    jitter_setpoint_seconds: 0,
   };
 }
 
@@ -1136,6 +1142,9 @@ export const PipelineClock: MessageFns<PipelineClock> = {
     }
     if (message.latency_seconds !== 0) {
       writer.uint32(49).double(message.latency_seconds);
+    }
+    if (message.jitter_setpoint_seconds !== 0) {
+      writer.uint32(57).double(message.jitter_setpoint_seconds);
     }
     return writer;
   },
@@ -1201,6 +1210,14 @@ export const PipelineClock: MessageFns<PipelineClock> = {
             message.latency_seconds = reader.double();
             continue;
           }
+          case 7: {
+            if (tag !== 57) {
+              break;
+            }
+
+            message.jitter_setpoint_seconds = reader.double();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1224,6 +1241,7 @@ export const PipelineClock: MessageFns<PipelineClock> = {
     message.underruns = object.underruns ?? 0;
     message.overruns = object.overruns ?? 0;
     message.latency_seconds = object.latency_seconds ?? 0;
+    message.jitter_setpoint_seconds = object.jitter_setpoint_seconds ?? 0;
     return message;
   },
 };
