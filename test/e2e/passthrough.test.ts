@@ -44,12 +44,15 @@ for (const { codec, packetsPerSend, video } of cases) {
     t.same(argv.slice(demux, demux + 5), ['tsdemux', 'name=demux', '!', CAPS.audioInTransportStream, '!'], 'tsdemux links the first audio stream');
 
     const amplitude = 0.5;
+    // The output sends silence from the child's start; measure from the caller's start on.
+    receiver.reset();
     const sender = sendSine({ port: srtPort, amplitude, seconds: 5, codec, video });
     t.teardown(() => sender.stop());
     t.equal(await sender.done, 0, 'the SRT caller sent its audio');
-    await new Promise((resolve) => setTimeout(resolve, 1000)); // the SRT latency and the sink's hold drain
+    await new Promise((resolve) => setTimeout(resolve, 1000)); // the SRT latency and the bridge drain
 
-    const stats = receiver.stats(1.0, 0.5);
+    // 1.5 s for the caller's start, SRT latency and the bridge's refill; the last 1 s is silence again
+    const stats = receiver.stats(1.5, 1.0);
     t.ok(stats.packets > 2500, `RTP packets arrived (${stats.packets})`);
     t.equal(stats.payloadType, 96, 'payload type 96');
     t.equal(stats.payloadBytes, 288, '1 ms packets: 48 frames x 2 channels x 3 bytes');
