@@ -1,9 +1,9 @@
 /**
  * `npm run bench`: the DSP benchmarks of our GStreamer elements and the engine benchmarks.
  *
- *   npm run bench -- [--runs N] [--only eq|loudnorm|resampler|engine|scale] [--quick] [--cache-dir DIR]
+ *   npm run bench -- [--runs N] [--only eq|loudnorm|resampler|engine|scale|drift|clockcpu] [--quick] [--cache-dir DIR]
  *                    [--plugin-path DIR] [--duration S] [--sender gst-shared|gst|ffmpeg] [--scale 1,8,16]
- *                    [--window S] [--packets-per-send K] [--admission]
+ *                    [--window S] [--packets-per-send K] [--admission] [--drift-window S]
  *
  * Runs bench/dsp-eq.ts (parametriceq vs equalizer-nbands), bench/dsp-loudnorm.ts (loudnorm vs
  * ffmpeg loudnorm, with the loudness each delivers), bench/dsp-resampler.ts (the clockbridge
@@ -11,6 +11,9 @@
  * create -> running, REST and gRPC latency; N concurrent real-time pipelines), prints one
  * markdown report and writes the whole result as JSON to bench/results/latest.json. It reports
  * ratios and never asserts a timing: the exit code is 0 unless a benchmark could not run.
+ * bench/clock-drift.ts (drift): the clock bridge under +-1000 ppm callers for `--drift-window` s
+ * (default 600; 60 with --quick). bench/clock-cpu.ts (clockcpu): one pipeline's CPU with the clock
+ * bridge against the graph before it, side by side, 3 rounds of 60 s (20 s with --quick).
  * `--quick`: 2 runs of 60 s programmes for the DSP benches, fewer repetitions and N = 1, 8 for
  * the engine (about 3 minutes in all).
  */
@@ -28,18 +31,21 @@ import {
 import { resamplerBenchMarkdown, runResamplerBench, type ResamplerBenchResult } from './dsp-resampler.js';
 import { engineBenchFlag, engineTable, ENGINE_USAGE, runEngineBench, type EngineBenchOptions, type EngineBenchResult } from './engine.js';
 import { DEFAULT_DURATION_S, DEFAULT_RUNS, parseBenchArgs, type BenchArgs } from './process.js';
+import { clockDriftTable, runClockDriftBench, type ClockDriftResult } from './clock-drift.js';
+import { clockCpuTable, runClockCpuBench, type ClockCpuResult } from './clock-cpu.js';
 
-type BenchName = 'eq' | 'loudnorm' | 'resampler' | 'engine' | 'scale';
-const BENCH_NAMES: readonly BenchName[] = ['eq', 'loudnorm', 'resampler', 'engine', 'scale'];
+type BenchName = 'eq' | 'loudnorm' | 'resampler' | 'engine' | 'scale' | 'drift' | 'clockcpu';
+const BENCH_NAMES: readonly BenchName[] = ['eq', 'loudnorm', 'resampler', 'engine', 'scale', 'drift', 'clockcpu'];
 
-type Options = BenchArgs & { only?: BenchName; engine: EngineBenchOptions };
+type Options = BenchArgs & { only?: BenchName; engine: EngineBenchOptions; driftWindowS?: number };
 
 const USAGE =
-  'usage: npm run bench -- [--runs N] [--only eq|loudnorm|resampler|engine|scale] [--cache-dir DIR] [--plugin-path DIR] [--duration S] ' +
-  ENGINE_USAGE.replace('[--only engine|scale] ', '');
+  'usage: npm run bench -- [--runs N] [--only eq|loudnorm|resampler|engine|scale|drift|clockcpu] [--cache-dir DIR] [--plugin-path DIR] [--duration S] ' +
+  ENGINE_USAGE.replace('[--only engine|scale] ', '') + ' [--drift-window S]';
 
 function parseArgs(argv: string[]): Options {
   let only: BenchName | undefined;
+  let driftWindowS: number | undefined;
   const engine: EngineBenchOptions = {};
   const common = parseBenchArgs(argv, {
     valueHint: `\n${USAGE}`,
@@ -57,6 +63,12 @@ function parseArgs(argv: string[]): Options {
         only = name;
         return true;
       }
+      if (a === '--drift-window') {
+        const w = Number(value());
+        if (!(w >= 10 && w <= 7200)) throw new Error(`--drift-window takes seconds, 10-7200\n${USAGE}`);
+        driftWindowS = w;
+        return true;
+      }
       if (engineBenchFlag(a, value, engine)) return true;
       if (a === '--help' || a === '-h') {
         process.stdout.write(`${USAGE}\n`);
@@ -69,7 +81,8 @@ function parseArgs(argv: string[]): Options {
     common.runs ??= 2;
     common.durationS ??= 60;
   }
-  return { ...common, only, engine };
+  if (engine.quick === true) driftWindowS ??= 60;
+  return { ...common, only, engine, driftWindowS };
 }
 
 const EQ_ORDER: readonly EqBenchCaseName[] = ['parametriceq', 'equalizer-nbands', 'floor'];
@@ -133,9 +146,16 @@ async function main(): Promise<void> {
   const engine: EngineBenchResult | undefined =
     engineParts.engine || engineParts.scale ? await runEngineBench({ ...opts.engine, parts: engineParts, cacheDir: opts.cacheDir }) : undefined;
 
+  const drift: ClockDriftResult | undefined =
+    opts.only === undefined || opts.only === 'drift' ? await runClockDriftBench({ windowS: opts.driftWindowS, pluginPath: opts.pluginPath }) : undefined;
+
   process.stdout.write(`\n${table(eq, ln)}\n`);
   if (rs !== undefined) process.stdout.write(`\n${resamplerBenchMarkdown(rs)}\n`);
   if (engine !== undefined) process.stdout.write(`\n${engineTable(engine)}\n`);
+  const clockCpu: ClockCpuResult | undefined =
+    opts.only === undefined || opts.only === 'clockcpu' ? await runClockCpuBench({ windowS: opts.engine.quick === true ? 20 : 60, pluginPath: opts.pluginPath }) : undefined;
+  if (drift !== undefined) process.stdout.write(`\n${clockDriftTable(drift)}\n`);
+  if (clockCpu !== undefined) process.stdout.write(`\n${clockCpuTable(clockCpu)}\n`);
 
   const here = path.dirname(fileURLToPath(import.meta.url));
   const dir = path.join(here, 'results');
@@ -161,10 +181,12 @@ async function main(): Promise<void> {
     engine: engine?.control ?? null,
     scale: engine?.scale ?? null,
     admission: engine?.admission ?? null,
+    drift: drift ?? null,
+    clockCpu: clockCpu ?? null,
     load: engine === undefined ? null : { before: engine.loadBefore, after: engine.loadAfter },
   };
   const kept: string[] = [];
-  for (const key of ['eq', 'loudnorm', 'resampler', 'engine', 'scale'] as const) {
+  for (const key of ['eq', 'loudnorm', 'resampler', 'engine', 'scale', 'drift', 'clockCpu'] as const) {
     const earlier = previous[key];
     if (report[key] === null && earlier !== undefined && earlier !== null) {
       report[key] = earlier;

@@ -150,6 +150,8 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
   const compile = {
     statsIntervalMs: config.engine.metrics_interval_ms,
     packetsPerSend: config.engine.rtp_packets_per_send,
+    clockSource: config.clock.source,
+    jitterMs: config.engine.jitter_ms,
   };
   const pipelines = new PipelineRegistry({
     store: new PipelineStore(config.stateDir),

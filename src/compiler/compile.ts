@@ -3,14 +3,24 @@
  * `gst-launch-1.0`. It is the only place that writes a pipeline description, and it writes
  * only validated numbers, enum values and addresses, each property its own argv token.
  *
- *   srtsrc (listener) ! typefind ! tsdemux ! <audio caps> ! decodebin ! audioconvert ! audioresample ! F32 48 kHz, the output's channels
- *     ! queue ! level ! <processing steps in order> ! audioconvert ! rtpL24pay | rtpL16pay (ptime)
- *     [! rtpbatch (packets per send > 1)] ! udpsink (qos-dscp)
- *   pipelinestats (unlinked: reads the counters of src, buffer, pay and out every interval)
+ *   srtsrc (listener, keeps listening) ! typefind ! tsdemux ! <audio caps> ! decodebin ! audioconvert
+ *     ! audioresample ! F32 48 kHz, the output's channels
+ *     ! clockbridge ! level ! <processing steps in order> ! audioconvert ! rtpL24pay | rtpL16pay (ptime)
+ *     ! rtpbatch (media-clock RTP timestamps) ! udpsink (qos-dscp)
+ *   pipelinestats (unlinked: reads the counters of src, pay and out every interval)
  *   srtaccess (unlinked, SRT input only: the passphrase from fd 3 onto src; refused callers)
  *
  * The processing caps carry the output's channel count (1-8); the output options (encoding,
  * ptime, payload type, DSCP) are described in docs/aes67.md.
+ *
+ * Two clock domains (docs/clock.md). Up to the clock bridge the graph runs on the sender's clock:
+ * nothing there waits on a clock, buffers pass as fast as SRT delivers them (so tsdemux's
+ * `latency` and the sender's PTS lead no longer delay anything: the bridge answers the latency
+ * query with its own latency and does not ask upstream). The bridge keeps a FIFO at
+ * `engine.jitter_ms`, steers an adaptive resampler to the sender's rate, and from there the graph
+ * runs on the pipeline clock the bridge provides (`clock.source`): one chunk of
+ * `rtp_packets_per_send` ms at a time, silence when no input comes, so the RTP stream never stops
+ * while the child lives. rtpbatch stamps each packet with the clock time its first sample leaves.
  *
  * SRT carries MPEG-TS. tsdemux is written out rather than left to decodebin: decodebin would put a
  * multiqueue (one more thread, woken for every frame) behind its demuxer, and would decode every
@@ -54,6 +64,10 @@ export interface CompileOptions {
    * the first one's time, so the last leaves N - 1 ms early, and the child wakes N times less.
    */
   packetsPerSend: number;
+  /** config clock.source: the pipeline clock the bridge provides (`tai`, `realtime`, `/dev/ptpN`). */
+  clockSource: string;
+  /** config engine.jitter_ms: the bridge's target FIFO fill. */
+  jitterMs: number;
 }
 
 const MS = 1_000_000; // ns per ms
@@ -92,7 +106,9 @@ export function compileInput(input: CompilableSpec['input']): string[][] {
           localport: input.port,
           latency: input.latency,
           'poll-timeout': 100,
-          'keep-listening': false,
+          // A caller leaving is not the end of the stream: srtsrc waits for the next one and the
+          // bridge sends silence meanwhile (docs/clock.md).
+          'keep-listening': true,
           'wait-for-connection': true,
           // The key length only; the passphrase comes through srtaccess (compileAccess).
           pbkeylen: input.passphrase === undefined ? undefined : String(input.pbkeylen ?? DEFAULT_PBKEYLEN),
@@ -151,14 +167,15 @@ export function ptimeNs(ptime: PipelineSpec['output']['ptime']): number {
 /**
  * rtpbatch for `packetsPerSend` (counted in 1 ms packets): the same wake-up period whatever the
  * packet time, so packets = round(packetsPerSend / ptime) within 1-16. 4 at 1 ms: 4 packets per
- * send; 4 at 0.25 ms: 16; 4 at 4 ms: 1 (no rtpbatch: each 4 ms packet on its own time).
+ * send; 4 at 0.25 ms: 16; 4 at 4 ms: 1. Always in the graph: it writes the AES67 media-clock RTP
+ * timestamps (packets = 1 passes each packet on by itself).
  */
-export function batcher(packetsPerSend: number, ptime: PipelineSpec['output']['ptime']): string[][] {
+export function batcher(packetsPerSend: number, ptime: PipelineSpec['output']['ptime']): string[] {
   if (!Number.isSafeInteger(packetsPerSend) || packetsPerSend < 1 || packetsPerSend > 16) {
     throw new UnsafeValueError('rtpbatch', 'packets', packetsPerSend);
   }
   const packets = Math.min(16, Math.max(1, Math.round(packetsPerSend / ptime)));
-  return packets > 1 ? [element('rtpbatch', { name: 'batch', packets })] : [];
+  return element('rtpbatch', { name: 'batch', packets, 'media-clock': true });
 }
 
 /** rtpL24pay or rtpL16pay with the output's payload type and packet time. */
@@ -185,12 +202,21 @@ export function compilePipeline(spec: CompilableSpec, options: CompileOptions): 
     element('audioconvert', { name: 'inconvert' }),
     element('audioresample', { name: 'resample' }),
     [processingCaps(spec.output.channels)],
-    element('queue', { name: 'buffer', 'max-size-time': 1000 * MS, 'max-size-buffers': 0, 'max-size-bytes': 0 }),
+    // The clock bridge: everything before it runs on the sender's clock, as fast as data comes;
+    // everything after it on the pipeline clock it provides, one chunk per packets-per-send.
+    element('clockbridge', {
+      name: 'bridge',
+      'clock-source': options.clockSource,
+      jitter: options.jitterMs * MS,
+      chunk: options.packetsPerSend * MS,
+      interval,
+      channels: spec.output.channels,
+    }),
     element('level', { name: 'level', interval, 'post-messages': true }),
     ...spec.processing.map((step, index) => compileStep(step, index, options)),
     element('audioconvert', { name: 'outconvert' }),
     payloader(spec.output),
-    ...batcher(options.packetsPerSend, spec.output.ptime),
+    batcher(options.packetsPerSend, spec.output.ptime),
     element('udpsink', {
       name: 'out',
       host: spec.output.host,
@@ -207,7 +233,8 @@ export function compilePipeline(spec: CompilableSpec, options: CompileOptions): 
     }),
   ];
   const chain = stages.flatMap((tokens, i) => (i === 0 ? tokens : [link, ...tokens]));
-  const stats = element('pipelinestats', { name: 'stats', interval, source: 'src', buffer: 'buffer', payloader: 'pay', sink: 'out' });
+  // The jitter buffer's state comes from the bridge's own message, not from pipelinestats.
+  const stats = element('pipelinestats', { name: 'stats', interval, source: 'src', buffer: '', payloader: 'pay', sink: 'out' });
   return [...GST_LAUNCH_OPTIONS, ...chain, ...stats, ...compileAccess(spec.input)];
 }
 

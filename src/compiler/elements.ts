@@ -5,6 +5,7 @@
  * character that the gst-launch parser treats specially (space, tab, newline, quote, `!`, `,`
  * outside a quoted list, `=`) can reach the pipeline description.
  */
+import { CLOCK_SOURCE } from '../config/schema.js';
 import { isDnsName, isIpLiteral } from '../spec/host.js';
 
 export type PropertyType =
@@ -16,13 +17,13 @@ export type PropertyType =
   | { kind: 'ip' }
   | { kind: 'host' }
   | { kind: 'ifname' }
+  | { kind: 'clock-source' }
   | { kind: 'eq-bands' };
 
 const int = (min: number, max: number) => ({ kind: 'int', min, max }) as const;
 const num = (min: number, max: number, decimals = 3) => ({ kind: 'number', min, max, decimals }) as const;
 const bool = { kind: 'bool' } as const;
 const name = { kind: 'element-name' } as const;
-const U32 = 4294967295;
 const I64_NS = 9007199254740991; // ns values stay within JS safe integers
 
 export const ELEMENTS = {
@@ -50,19 +51,24 @@ export const ELEMENTS = {
   chaindecode: { name },
   audioconvert: { name },
   audioresample: { name },
-  queue: {
+  // The clock bridge (gst-plugins, docs/elements-clockbridge.md): the jitter buffer and adaptive
+  // resampler from the sender's clock to the pipeline clock, which it provides.
+  clockbridge: {
     name,
-    'max-size-time': int(0, I64_NS),
-    'max-size-buffers': int(0, U32),
-    'max-size-bytes': int(0, U32),
+    'clock-source': { kind: 'clock-source' },
+    jitter: int(5_000_000, 500_000_000),
+    chunk: int(1_000_000, 20_000_000),
+    interval: int(10_000_000, I64_NS),
+    channels: int(1, 8),
   },
   level: { name, interval: int(10_000_000, I64_NS), 'post-messages': bool },
-  pipelinestats: { name, interval: int(10_000_000, I64_NS), source: name, buffer: name, payloader: name, sink: name },
+  // buffer: empty = no queue to read (the clock bridge reports its own FIFO in its message).
+  pipelinestats: { name, interval: int(10_000_000, I64_NS), source: name, buffer: { kind: 'enum', values: [''] }, payloader: name, sink: name },
   loudnorm: { name, target: num(-70, -5), 'true-peak': num(-9, 0), interval: int(10_000_000, I64_NS) },
   parametriceq: { name, bands: { kind: 'eq-bands' } },
   rtpL24pay: { name, pt: int(96, 127), 'min-ptime': int(0, I64_NS), 'max-ptime': int(-1, I64_NS) },
   rtpL16pay: { name, pt: int(96, 127), 'min-ptime': int(0, I64_NS), 'max-ptime': int(-1, I64_NS) },
-  rtpbatch: { name, packets: int(2, 16) },
+  rtpbatch: { name, packets: int(1, 16), 'media-clock': bool },
   udpsink: {
     name,
     host: { kind: 'host' },
@@ -139,6 +145,9 @@ export function formatValue(element: string, property: string, type: PropertyTyp
       return value as string;
     case 'ifname':
       if (typeof value !== 'string' || !IFNAME.test(value)) refuse();
+      return value as string;
+    case 'clock-source':
+      if (typeof value !== 'string' || !CLOCK_SOURCE.test(value)) refuse();
       return value as string;
     case 'eq-bands': {
       if (!Array.isArray(value) || value.length < 1 || value.length > 16) refuse();

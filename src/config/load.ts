@@ -2,14 +2,14 @@
  * Configuration: file → parse (smol-toml) → validate with defaults → resolve paths → freeze.
  * Any problem is a ConfigError whose message names the key; main.ts exits 2 on it.
  */
-import { readFile } from 'node:fs/promises';
+import { access, constants, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { parse as parseToml, TomlError } from 'smol-toml';
 import { ConfigError, ValidationError } from '../errors.js';
 import { checkRtpOutput } from '../spec/rtp-output.js';
 import { compileValidator, DOTTED } from '../spec/validate.js';
 import { isValidKeySpec } from '../auth/keys.js';
-import { Config } from './schema.js';
+import { CLOCK_SOURCE, Config } from './schema.js';
 
 export interface LoadedConfig extends Config {
   /** The file it came from (absolute). */
@@ -28,6 +28,7 @@ export function configPath(argvPath: string | undefined, env: NodeJS.ProcessEnv,
 
 /** Validates an already parsed document (used by tests and by loadConfig). */
 export function checkConfig(document: unknown, file: string): LoadedConfig {
+  checkClockSource(document, file);
   let config: Config;
   try {
     config = validator.parse(document, DOTTED);
@@ -82,6 +83,28 @@ export function checkConfig(document: unknown, file: string): LoadedConfig {
   return deepFreeze({ ...config, file, stateDir });
 }
 
+/** A clearer message than the pattern's for the one key whose values are a short list. */
+function checkClockSource(document: unknown, file: string): void {
+  const clock = (document as { clock?: unknown } | null)?.clock;
+  const source = clock !== null && typeof clock === 'object' ? (clock as { source?: unknown }).source : undefined;
+  if (typeof source === 'string' && !CLOCK_SOURCE.test(source)) {
+    const shown = JSON.stringify(source.length > 40 ? `${source.slice(0, 40)}…` : source);
+    throw new ConfigError(`${file}: clock.source must be "tai", "realtime" or a PTP hardware clock "/dev/ptpN"; got ${shown}`);
+  }
+}
+
+/** At start: a named PTP hardware clock must exist and be readable by the engine (its children open it). */
+export async function checkClockDevice(config: LoadedConfig): Promise<void> {
+  const source = config.clock.source;
+  if (!source.startsWith('/dev/')) return;
+  try {
+    await access(source, constants.R_OK);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code ?? 'error';
+    throw new ConfigError(`${config.file}: clock.source = "${source}" cannot be read (${code}): no such PTP hardware clock, or no permission`);
+  }
+}
+
 export async function loadConfig(file: string): Promise<LoadedConfig> {
   let text: string;
   try {
@@ -98,7 +121,9 @@ export async function loadConfig(file: string): Promise<LoadedConfig> {
     }
     throw error;
   }
-  return checkConfig(document, file);
+  const config = checkConfig(document, file);
+  await checkClockDevice(config);
+  return config;
 }
 
 function deepFreeze<T>(value: T): T {

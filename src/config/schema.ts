@@ -48,6 +48,11 @@ export const EngineConfig = Type.Object(
      * engine's own): under overload the high ones stay real time first. 0: priorities have no effect.
      */
     normal_priority_nice: Type.Integer({ minimum: 0, maximum: 19, default: 10 }),
+    /**
+     * Target fill of each pipeline's jitter buffer (the clock bridge's FIFO), ms: the margin
+     * against input jitter, and part of the sender-to-RTP latency (docs/clock.md).
+     */
+    jitter_ms: Type.Integer({ minimum: 5, maximum: 500, default: 20 }),
   },
   { ...strict, default: {} },
 );
@@ -82,6 +87,21 @@ export const Aes67Config = Type.Object(
   { ...strict, default: {} },
 );
 
+/** `tai`, `realtime`, or a PTP hardware clock device `/dev/ptpN`. */
+export const CLOCK_SOURCE = /^(tai|realtime|\/dev\/ptp[0-9]{1,3})$/;
+
+export const ClockConfig = Type.Object(
+  {
+    /**
+     * The clock every child's output runs on (the pipeline clock the clock bridge provides):
+     * CLOCK_TAI (disciplined by ptp4l + phc2sys on an AES67 host), CLOCK_REALTIME, or a PTP
+     * hardware clock read directly. RTP timestamps are this clock's time (docs/clock.md).
+     */
+    source: Type.String({ pattern: CLOCK_SOURCE.source, default: 'tai' }),
+  },
+  { ...strict, default: {} },
+);
+
 export const StationConfig = Type.Object(
   {
     id: Type.String({ pattern: '^[a-z0-9-]{1,32}$' }),
@@ -110,6 +130,7 @@ export const Config = Type.Object(
     auth: AuthConfig,
     engine: EngineConfig,
     aes67: Aes67Config,
+    clock: ClockConfig,
     stations: Type.Array(StationConfig, { default: [], maxItems: 256 }),
   },
   strict,

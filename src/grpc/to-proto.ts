@@ -83,5 +83,7 @@ export function pipelineToProto(view: PipelineView, sdp: string, warnings: strin
     behind: view.behind,
     sdp,
     warnings,
+    input_state: view.input_state,
+    clock: opt(view.clock),
   };
 }

@@ -9,9 +9,9 @@ import { runCommand } from '../supervisor/child.js';
 
 /** Elements every pipeline needs, and the engine's own ones for the processing steps. */
 export const REQUIRED_ELEMENTS = [
-  'srtsrc', 'decodebin', 'audioconvert', 'audioresample', 'queue', 'rtpL24pay', 'udpsink',
+  'srtsrc', 'typefind', 'tsdemux', 'decodebin', 'audioconvert', 'audioresample', 'level', 'rtpL24pay', 'udpsink',
 ] as const;
-export const OWN_ELEMENTS = ['loudnorm', 'parametriceq', 'pipelinestats', 'rtpbatch', 'srtaccess', 'chaindecode'] as const;
+export const OWN_ELEMENTS = ['clockbridge', 'loudnorm', 'parametriceq', 'pipelinestats', 'rtpbatch', 'srtaccess', 'chaindecode'] as const;
 
 /** The repository (or installed package) root: the folder holding our package.json. */
 export function packageRoot(): string {

@@ -12,12 +12,14 @@ import type { PipelineCounts, PipelineStats } from '../stats/pipeline-stats.js';
 
 type Labels = Record<string, string>;
 type Reading = [Labels, number][];
+type SourceRecord = ReturnType<SupervisedSource['entries']> extends Iterable<{ record: infer R }> ? R : never;
 
 export function registerPipelineMetrics(registry: Registry, pipelines: SupervisedSource, now: () => number = Date.now): void {
-  const each = (read: (id: string, stats: PipelineStats) => Reading): Reading =>
-    [...pipelines.entries()].flatMap(({ record, supervisor }) => read(record.id, supervisor.stats));
+  type Read = (id: string, stats: PipelineStats, record: SourceRecord) => Reading;
+  const each = (read: Read): Reading =>
+    [...pipelines.entries()].flatMap(({ record, supervisor }) => read(record.id, supervisor.stats, record));
 
-  const gauge = (name: string, help: string, labelNames: string[], read: (id: string, stats: PipelineStats) => Reading): void => {
+  const gauge = (name: string, help: string, labelNames: string[], read: Read): void => {
     new Gauge({
       name, help, labelNames, registers: [registry],
       collect() {
@@ -26,7 +28,7 @@ export function registerPipelineMetrics(registry: Registry, pipelines: Supervise
       },
     });
   };
-  const counter = (name: string, help: string, labelNames: string[], read: (id: string, stats: PipelineStats) => Reading): void => {
+  const counter = (name: string, help: string, labelNames: string[], read: Read): void => {
     new Counter({
       name, help, labelNames, registers: [registry],
       collect() {
@@ -79,8 +81,22 @@ export function registerPipelineMetrics(registry: Registry, pipelines: Supervise
   counter('audio_engine_pipeline_srt_packets_dropped_total', 'SRT packets dropped (too late) since the pipeline was loaded.', ['pipeline_id'], srtCount((c) => c.srtPacketsDropped));
   counter('audio_engine_pipeline_srt_received_bytes_total', 'SRT payload bytes received since the pipeline was loaded.', ['pipeline_id'], srtCount((c) => c.srtBytesReceived));
 
-  gauge('audio_engine_pipeline_buffer_fill_ratio', 'Fill of the pipeline buffer (queue) before processing, 0 to 1 (0 without a child).', ['pipeline_id'],
-    (id, s) => [[{ pipeline_id: id }, s.bufferFill()]]);
+  // The clock bridge (docs/clock.md): drift tracking, jitter buffer and latency; 0 without a
+  // report of a running child, like the other current values.
+  const bridge = (pick: (c: NonNullable<PipelineStats['clock']>) => number) =>
+    (id: string, s: PipelineStats): Reading => [[{ pipeline_id: id }, s.clock === undefined ? 0 : pick(s.clock)]];
+  gauge('audio_engine_pipeline_buffer_fill_ratio', 'Fill of the jitter buffer (clock bridge FIFO) against the fill it keeps (setpoint): 1 = steady, 0 = empty or no child.', ['pipeline_id'],
+    bridge((c) => (c.setpointSeconds > 0 ? c.fillSeconds / c.setpointSeconds : 0)));
+  gauge('audio_engine_pipeline_input_clock_drift_ppm', 'Sender clock against the output clock as the clock bridge measures it, ppm (positive: sender fast).', ['pipeline_id'],
+    bridge((c) => c.driftPpm));
+  gauge('audio_engine_pipeline_jitter_buffer_seconds', 'Fill of the jitter buffer (clock bridge FIFO, time average), seconds; held at engine.jitter_ms + the input\'s packet saw-tooth depth.', ['pipeline_id'],
+    bridge((c) => c.fillSeconds));
+  counter('audio_engine_pipeline_jitter_buffer_underruns_total', 'Times the jitter buffer ran empty (silence sent), once per episode, since the pipeline was loaded (all children).', ['pipeline_id'],
+    (id, s) => [[{ pipeline_id: id }, s.counts().bridgeUnderruns]]);
+  counter('audio_engine_pipeline_jitter_buffer_overruns_total', 'Times the jitter buffer overflowed (input dropped) since the pipeline was loaded (all children).', ['pipeline_id'],
+    (id, s) => [[{ pipeline_id: id }, s.counts().bridgeOverruns]]);
+  gauge('audio_engine_pipeline_latency_seconds', 'Sender-to-RTP latency estimate: SRT latency plus the clock bridge latency, seconds (0 without a report).', ['pipeline_id'],
+    (id, s, record) => [[{ pipeline_id: id }, s.clockReport(record.spec?.input.latency ?? 0)?.latency_seconds ?? 0]]);
   counter('audio_engine_pipeline_output_packets_total', 'RTP packets sent since the pipeline was loaded (all children).', ['pipeline_id'],
     (id, s) => [[{ pipeline_id: id }, s.counts().outputPackets]]);
   counter('audio_engine_pipeline_output_bytes_total', 'RTP bytes sent since the pipeline was loaded (all children).', ['pipeline_id'],

@@ -16,7 +16,8 @@ import { readProcessStats, type ProcessStats } from './process-stats.js';
  * its stations under the id `station:<station id>` (docs/stations.md).
  */
 export interface SupervisedSource {
-  entries(): Iterable<{ record: { id: string }; supervisor: PipelineSupervisor }>;
+  /** `spec.input.latency`: the SRT latency (ms) of the pipeline's input, part of its latency estimate. */
+  entries(): Iterable<{ record: { id: string; spec?: { input: { latency?: number } } }; supervisor: PipelineSupervisor }>;
 }
 
 const STATES: readonly ChildState[] = ['pending', 'starting', 'running', 'exited', 'backoff', 'failed', 'stopping', 'stopped'];

@@ -17,7 +17,7 @@ import { compilePipeline, type CompilableSpec, type CompileOptions } from '../co
 import type { StationConfig } from '../config/schema.js';
 import { PortInUseError } from '../errors.js';
 import type { PortProbe } from '../net/udp-port.js';
-import type { InputState } from '../stats/pipeline-stats.js';
+import type { ClockReport, InputState } from '../stats/pipeline-stats.js';
 import { SILENCE_REPORT_MS } from '../stats/pipeline-stats.js';
 import { PipelineSupervisor, type RuntimeInfo, type SupervisorDeps } from '../supervisor/supervisor.js';
 import { IcecastHarbor, type SourceInfo } from './icecast-harbor.js';
@@ -62,6 +62,8 @@ export interface StationView extends RuntimeInfo, PipelineCapacity {
   input_state: InputState;
   silence_seconds: number;
   srt_connected: boolean;
+  /** The clock bridge: drift, jitter buffer, latency; null before the child's first report. */
+  clock: ClockReport | null;
   /** The connected Icecast source (harbor icecast), or null. */
   source: SourceInfo | null;
 }
@@ -174,6 +176,7 @@ export class Station {
       last_error: runtime.state === 'running' ? runtime.last_error : (this.startError ?? runtime.last_error),
       ...report,
       input_state: inputState,
+      clock: this.supervisor.stats.clockReport(this.config.harbor === 'srt' ? this.config.latency : 0) ?? null,
       source,
       ...(this.deps.capacity?.pipeline(this.supervisor.id) ?? { realtime_ratio: null, behind: false }),
     };

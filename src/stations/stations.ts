@@ -37,8 +37,11 @@ export class Stations {
   }
 
   /** For metrics: each station's supervisor under its pipeline id `station:<id>`. */
-  *entries(): IterableIterator<{ record: { id: string }; supervisor: Station['supervisor'] }> {
-    for (const station of this.stations.values()) yield { record: { id: station.supervisor.id }, supervisor: station.supervisor };
+  *entries(): IterableIterator<{ record: { id: string; spec: { input: { latency?: number } } }; supervisor: Station['supervisor'] }> {
+    for (const station of this.stations.values()) {
+      const latency = station.config.harbor === 'srt' ? station.config.latency : undefined;
+      yield { record: { id: station.supervisor.id, spec: { input: { latency } } }, supervisor: station.supervisor };
+    }
   }
 
   /** Starts every station marked autostart (refusals are logged and shown, never fatal). */

@@ -61,7 +61,29 @@ export type SrtAccessEvent =
       passphrase: boolean;
     };
 
-export type StatsEvent = LevelEvent | LoudnessEvent | PipelineStatsEvent | SrtAccessEvent;
+
+/** The clock bridge's state (docs/elements-clockbridge.md): jitter buffer and drift tracking. */
+export interface ClockBridgeEvent {
+  kind: 'clockbridge';
+  element: string;
+  /** Sender clock against the pipeline clock, ppm (positive: the sender is fast). */
+  driftPpm: number;
+  /** FIFO fill (its time average while playing), the reserve below the input's packet saw-tooth (engine.jitter_ms), and the average fill the bridge keeps (target + saw-tooth depth), seconds. */
+  fillSeconds: number;
+  targetSeconds: number;
+  setpointSeconds: number;
+  /** Cumulative since the child started. */
+  underruns: number;
+  overruns: number;
+  /** Input is arriving (a caller sends audio). */
+  inputActive: boolean;
+  /** The bridge's own contribution to the latency, seconds. */
+  latencySeconds: number;
+  /** Resampling ratio (output samples per input sample). */
+  ratio: number;
+}
+
+export type StatsEvent = LevelEvent | LoudnessEvent | PipelineStatsEvent | SrtAccessEvent | ClockBridgeEvent;
 
 const ELEMENT_MESSAGE = /^Got message #\d+ from element "([^"]+)" \(element\): (.*)$/;
 
@@ -81,6 +103,16 @@ function requireNumbers<K extends string>(s: GstStructure, map: Record<K, string
   }
   return out;
 }
+
+const CLOCK_BRIDGE_FIELDS = {
+  driftPpm: 'drift-ppm',
+  fillSeconds: 'fill',
+  targetSeconds: 'target',
+  underruns: 'underruns',
+  overruns: 'overruns',
+  latencySeconds: 'latency',
+  ratio: 'ratio',
+} as const;
 
 const LOUDNESS_FIELDS = {
   inputMomentary: 'input-momentary',
@@ -111,6 +143,13 @@ export function parseLine(line: string): StatsEvent | undefined {
     case 'loudnorm': {
       const values = requireNumbers(structure, LOUDNESS_FIELDS);
       return values === undefined ? undefined : { kind: 'loudnorm', element, ...values };
+    }
+    case 'clockbridge': {
+      const values = requireNumbers(structure, CLOCK_BRIDGE_FIELDS);
+      const inputActive = structure.fields.get('input-active');
+      if (values === undefined || typeof inputActive !== 'boolean') return undefined;
+      // setpoint came with the element's first release; without it the target is the setpoint
+      return { kind: 'clockbridge', element, ...values, setpointSeconds: num(structure, 'setpoint') ?? values.targetSeconds, inputActive };
     }
     case 'pipelinestats': {
       const event: PipelineStatsEvent = { kind: 'pipelinestats', element };

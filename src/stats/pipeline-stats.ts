@@ -6,7 +6,7 @@
  * its first report and from the moment it ends, so a dead child's values never linger.
  * Pure: the caller passes the clock.
  */
-import type { LevelEvent, LoudnessEvent, PipelineStatsEvent, StatsEvent } from './parse-line.js';
+import type { ClockBridgeEvent, LevelEvent, LoudnessEvent, PipelineStatsEvent, StatsEvent } from './parse-line.js';
 
 /** Input below this RMS on every channel counts as silence. */
 export const SILENCE_DBFS = -60;
@@ -46,14 +46,19 @@ export interface PipelineCounts {
   srtBytesReceived: number;
   outputPackets: number;
   outputBytes: number;
+  /** Jitter buffer underruns and overruns of the clock bridge. */
+  bridgeUnderruns: number;
+  bridgeOverruns: number;
 }
 
 type CountName = keyof PipelineCounts;
 const COUNT_NAMES: readonly CountName[] = [
   'srtPacketsReceived', 'srtPacketsLost', 'srtPacketsRetransmitted', 'srtPacketsDropped', 'srtBytesReceived', 'outputPackets', 'outputBytes',
+  'bridgeUnderruns', 'bridgeOverruns',
 ];
 const zeroCounts = (): PipelineCounts => ({
   srtPacketsReceived: 0, srtPacketsLost: 0, srtPacketsRetransmitted: 0, srtPacketsDropped: 0, srtBytesReceived: 0, outputPackets: 0, outputBytes: 0,
+  bridgeUnderruns: 0, bridgeOverruns: 0,
 });
 
 /** The current values of one loudness step (LoudnessEvent without kind and element). */
@@ -74,6 +79,19 @@ const NO_LOUDNESS: LoudnessValues = {
 
 const floorDb = (db: number): number => (Number.isFinite(db) ? Math.max(NO_SIGNAL_DB, db) : NO_SIGNAL_DB);
 
+/** The pipeline's clock bridge as clients see it (REST `clock`, gRPC `Pipeline.clock`). */
+export interface ClockReport {
+  drift_ppm: number;
+  jitter_buffer_seconds: number;
+  jitter_target_seconds: number;
+  /** The average fill the bridge keeps: the target + the depth of the input's packet saw-tooth. */
+  jitter_setpoint_seconds: number;
+  underruns: number;
+  overruns: number;
+  /** Sender-to-RTP estimate: input (SRT) latency + the bridge's latency (docs/clock.md). */
+  latency_seconds: number;
+}
+
 export class PipelineStats {
   /** The current child's last level report (undefined before it or once the child ended). */
   level: LevelEvent | undefined;
@@ -82,6 +100,8 @@ export class PipelineStats {
   readonly loudness = new Map<string, LoudnessEvent>();
   /** The current child's last pipelinestats report. */
   transport: PipelineStatsEvent | undefined;
+  /** The clock bridge's latest state (the current child's; undefined before its first report or once it ended). */
+  clock: ClockBridgeEvent | undefined;
   /** When statistics last arrived from the current child (the watchdog's measure of progress). */
   lastProgressAt: number | undefined;
   private silentSince: number | undefined;
@@ -110,6 +130,7 @@ export class PipelineStats {
     this.levelAt = undefined;
     this.loudness.clear();
     this.transport = undefined;
+    this.clock = undefined;
     this.lastProgressAt = undefined;
   }
 
@@ -127,6 +148,10 @@ export class PipelineStats {
         break;
       case 'loudnorm':
         this.loudness.set(event.element, event);
+        break;
+      case 'clockbridge':
+        this.clock = event;
+        this.countBridge(event);
         break;
       case 'pipelinestats':
         this.transport = event;
@@ -164,6 +189,12 @@ export class PipelineStats {
       if (value < this.current[name]) this.base[name] += this.current[name];
       this.current[name] = value;
     }
+  }
+
+  /** The bridge's cumulative under/overruns of this child (they only restart with a new child). */
+  private countBridge(event: ClockBridgeEvent): void {
+    if (Number.isFinite(event.underruns) && event.underruns >= this.current.bridgeUnderruns) this.current.bridgeUnderruns = event.underruns;
+    if (Number.isFinite(event.overruns) && event.overruns >= this.current.bridgeOverruns) this.current.bridgeOverruns = event.overruns;
   }
 
   /** Every count summed over the pipeline's life. */
@@ -217,10 +248,33 @@ export class PipelineStats {
     return this.silentSince === undefined ? 0 : (now - this.silentSince) / 1000;
   }
 
+  /**
+   * `waiting`: no input reaches the clock bridge (no caller, or a caller that sends nothing
+   * decodable) — the output carries silence meanwhile; `silent`: input arrives but has been
+   * below the silence threshold for 5 s; `receiving` otherwise. Before the bridge's first report
+   * the SRT connection decides.
+   */
   report(now: number): InputReport {
     const connected = this.transport?.srt?.connected ?? false;
     const silence = this.silenceSeconds(now);
-    const state: InputState = !connected ? 'waiting' : silence * 1000 >= SILENCE_REPORT_MS ? 'silent' : 'receiving';
+    const arriving = this.clock?.inputActive ?? connected;
+    const state: InputState = !arriving ? 'waiting' : silence * 1000 >= SILENCE_REPORT_MS ? 'silent' : 'receiving';
     return { input_state: state, silence_seconds: Math.round(silence * 10) / 10, srt_connected: connected };
+  }
+
+  /** The clock bridge's state; undefined before its first report. `inputLatencyMs`: SRT latency (0 for other inputs). */
+  clockReport(inputLatencyMs: number): ClockReport | undefined {
+    const c = this.clock;
+    if (c === undefined) return undefined;
+    return {
+      drift_ppm: Math.round(c.driftPpm * 100) / 100,
+      jitter_buffer_seconds: Math.round(c.fillSeconds * 1e5) / 1e5,
+      jitter_target_seconds: Math.round(c.targetSeconds * 1e5) / 1e5,
+      jitter_setpoint_seconds: Math.round(c.setpointSeconds * 1e5) / 1e5,
+      // Summed over the pipeline's children, like the metrics' counters.
+      underruns: this.base.bridgeUnderruns + this.current.bridgeUnderruns,
+      overruns: this.base.bridgeOverruns + this.current.bridgeOverruns,
+      latency_seconds: Math.round((inputLatencyMs / 1000 + c.latencySeconds) * 1e5) / 1e5,
+    };
   }
 }

@@ -22,7 +22,7 @@ import { redactInput, type SrtInputView } from '../spec/redact.js';
 import type { PipelineSpec } from '../spec/schema.js';
 import { newPipelineId, PIPELINE_ID } from '../store/ids.js';
 import type { PipelineRecord, PipelineStore } from '../store/pipeline-store.js';
-import type { InputReport } from '../stats/pipeline-stats.js';
+import type { ClockReport, InputReport } from '../stats/pipeline-stats.js';
 import { PipelineSupervisor, type RuntimeInfo, type SupervisorDeps } from './supervisor.js';
 
 /** The state shown for a stored pipeline that the host has no room for yet. */
@@ -45,6 +45,8 @@ export interface PipelineView extends Omit<RuntimeInfo, 'state'>, InputReport, P
   processing: PipelineSpec['processing'];
   output: PipelineSpec['output'];
   priority: PipelineSpec['priority'];
+  /** The clock bridge: drift, jitter buffer, latency; null before the child's first report. */
+  clock: ClockReport | null;
 }
 
 /** A stored record that could not be read and was set aside (renamed), with the reason. */
@@ -294,6 +296,7 @@ export class PipelineRegistry {
       ...(this.waiting.has(record.id) ? { state: WAITING_FOR_CAPACITY } : {}),
       ...supervisor.stats.report(this.options.now().getTime()),
       ...(this.options.capacity?.pipeline(record.id) ?? { realtime_ratio: null, behind: false }),
+      clock: supervisor.stats.clockReport(record.spec.input.latency) ?? null,
     };
   }
 }

@@ -7,7 +7,7 @@ import { DOTTED, parsePipelineSpec, REST_BODY, specWarnings } from '../../src/sp
 import { EXAMPLE } from '../fixtures/example.js';
 
 const withOutput = (output: Record<string, unknown>) => ({ ...EXAMPLE, output: { ...EXAMPLE.output, ...output } });
-const compile = (output: Record<string, unknown>) => compilePipeline(parsePipelineSpec(withOutput(output)), { statsIntervalMs: 1000, packetsPerSend: 1 });
+const compile = (output: Record<string, unknown>) => compilePipeline(parsePipelineSpec(withOutput(output)), { statsIntervalMs: 1000, packetsPerSend: 1, clockSource: 'tai', jitterMs: 20 });
 
 void t.test('defaults: 2 channels, L24, 1 ms, payload type 96, DSCP 34', async (t) => {
   const spec = parsePipelineSpec(EXAMPLE);
@@ -77,7 +77,7 @@ void t.test('the caps filter refuses a channel count outside 1-8 (defence in dep
 
 void t.test('rtpbatch keeps the wake-up period of packets_per_send (1 ms packets) at every ptime', async (t) => {
   const packets = (ptime: number) => {
-    const argv = compilePipeline(parsePipelineSpec(withOutput({ ptime, channels: 1 })), { statsIntervalMs: 1000, packetsPerSend: 4 });
+    const argv = compilePipeline(parsePipelineSpec(withOutput({ ptime, channels: 1 })), { statsIntervalMs: 1000, packetsPerSend: 4, clockSource: 'tai', jitterMs: 20 });
     const at = argv.indexOf('rtpbatch');
     return at < 0 ? 1 : Number(argv[at + 2]?.replace('packets=', ''));
   };

@@ -56,7 +56,7 @@ void t.test('restored pipelines wait for room, in creation order, and start when
   const registry = new PipelineRegistry({
     store,
     maxPipelines: 10,
-    compile: { statsIntervalMs: 1000, packetsPerSend: 4 },
+    compile: { statsIntervalMs: 1000, packetsPerSend: 4, clockSource: 'tai', jitterMs: 20 },
     probePort: (port) => probeUdpPort(port),
     reservedPorts: new Map(),
     capacity,

@@ -5,11 +5,13 @@ import { ValidationError } from '../../src/errors.js';
 import { parsePipelineSpec } from '../../src/spec/validate.js';
 import { EXAMPLE } from '../fixtures/example.js';
 
+const OPTIONS = { statsIntervalMs: 1000, packetsPerSend: 1, clockSource: 'tai', jitterMs: 20 };
+
 void t.test('the exact argv of the interface example', async (t) => {
-  const argv = compilePipeline(parsePipelineSpec(EXAMPLE), { statsIntervalMs: 1000, packetsPerSend: 1 });
+  const argv = compilePipeline(parsePipelineSpec(EXAMPLE), OPTIONS);
   t.same(argv, [
     '-m', '-f', '-e', '--',
-    'srtsrc', 'name=src', 'mode=listener', 'localaddress=0.0.0.0', 'localport=9000', 'latency=120', 'poll-timeout=100', 'keep-listening=false', 'wait-for-connection=true',
+    'srtsrc', 'name=src', 'mode=listener', 'localaddress=0.0.0.0', 'localport=9000', 'latency=120', 'poll-timeout=100', 'keep-listening=true', 'wait-for-connection=true',
     '!', 'typefind', 'name=typefind',
     '!', 'tsdemux', 'name=demux',
     '!', 'audio/mpeg;audio/x-lpcm;audio/x-private-ts-lpcm;audio/x-smpte-302m;audio/x-ac3;audio/x-eac3;audio/x-ac4;audio/x-dts;audio/x-opus',
@@ -17,14 +19,15 @@ void t.test('the exact argv of the interface example', async (t) => {
     '!', 'audioconvert', 'name=inconvert',
     '!', 'audioresample', 'name=resample',
     '!', 'audio/x-raw,format=F32LE,layout=interleaved,rate=48000,channels=2',
-    '!', 'queue', 'name=buffer', 'max-size-time=1000000000', 'max-size-buffers=0', 'max-size-bytes=0',
+    '!', 'clockbridge', 'name=bridge', 'clock-source=tai', 'jitter=20000000', 'chunk=1000000', 'interval=1000000000', 'channels=2',
     '!', 'level', 'name=level', 'interval=1000000000', 'post-messages=true',
     '!', 'loudnorm', 'name=step0', 'target=-23', 'true-peak=-1', 'interval=1000000000',
     '!', 'parametriceq', 'name=step1', 'bands="100:-2:1,8000:1.5:1"',
     '!', 'audioconvert', 'name=outconvert',
     '!', 'rtpL24pay', 'name=pay', 'pt=96', 'min-ptime=1000000', 'max-ptime=1000000',
+    '!', 'rtpbatch', 'name=batch', 'packets=1', 'media-clock=true',
     '!', 'udpsink', 'name=out', 'host=239.69.1.1', 'port=5004', 'ttl-mc=16', 'auto-multicast=true', 'qos-dscp=34', 'sync=true', 'async=false',
-    'pipelinestats', 'name=stats', 'interval=1000000000', 'source=src', 'buffer=buffer', 'payloader=pay', 'sink=out',
+    'pipelinestats', 'name=stats', 'interval=1000000000', 'source=src', 'buffer=', 'payloader=pay', 'sink=out',
     'srtaccess', 'name=access', 'source=src',
   ]);
 });
@@ -32,7 +35,7 @@ void t.test('the exact argv of the interface example', async (t) => {
 void t.test('a passphrase is never an argv token: srtaccess reads it from descriptor 3', async (t) => {
   const secret = 'correct horse battery staple';
   const spec = parsePipelineSpec({ ...EXAMPLE, input: { type: 'srt', port: 9000, passphrase: secret, pbkeylen: 32 } });
-  const argv = compilePipeline(spec, { statsIntervalMs: 1000, packetsPerSend: 4 });
+  const argv = compilePipeline(spec, { statsIntervalMs: 1000, packetsPerSend: 4, clockSource: 'tai', jitterMs: 20 });
   t.notOk(argv.some((token) => token.includes('correct') || token.includes('passphrase=')), 'no token holds the secret');
   const src = argv.indexOf('srtsrc');
   t.ok(argv.slice(src, argv.indexOf('!')).includes('pbkeylen=32'), 'the key length is on srtsrc');
@@ -42,8 +45,8 @@ void t.test('a passphrase is never an argv token: srtaccess reads it from descri
   t.equal(secrets.length, 1, 'one descriptor: 3');
   t.equal(Buffer.from(secrets[0] ?? new Uint8Array()).toString('ascii'), secret, 'exactly the passphrase, no newline');
   const defaulted = parsePipelineSpec({ ...EXAMPLE, input: { type: 'srt', port: 9000, passphrase: secret } });
-  t.ok(compilePipeline(defaulted, { statsIntervalMs: 1000, packetsPerSend: 1 }).includes('pbkeylen=16'), 'default key length 16');
-  const open = compilePipeline(parsePipelineSpec(EXAMPLE), { statsIntervalMs: 1000, packetsPerSend: 1 });
+  t.ok(compilePipeline(defaulted, { statsIntervalMs: 1000, packetsPerSend: 1, clockSource: 'tai', jitterMs: 20 }).includes('pbkeylen=16'), 'default key length 16');
+  const open = compilePipeline(parsePipelineSpec(EXAMPLE), { statsIntervalMs: 1000, packetsPerSend: 1, clockSource: 'tai', jitterMs: 20 });
   t.notOk(open.some((token) => token.startsWith('pbkeylen') || token.startsWith('passphrase-fd')), 'no passphrase: neither');
   t.same(compileSecrets(parsePipelineSpec(EXAMPLE)), []);
   t.throws(() => element('srtaccess', { 'passphrase-fd': 0 }), UnsafeValueError, 'never stdin');
@@ -56,7 +59,7 @@ void t.test('steps compile in order; the multicast interface is its own token', 
     processing: [{ plugin: 'eq', bands: [{ freq: 1000, gain: -3, q: 2.5 }] }, { plugin: 'loudness-normalize', target: -16.5, true_peak: -2 }],
     output: { type: 'rtp', host: 'ff02::1', port: 5004, ttl: 4, interface: 'eth0' },
   });
-  const argv = compilePipeline(spec, { statsIntervalMs: 250, packetsPerSend: 1 });
+  const argv = compilePipeline(spec, { ...OPTIONS, statsIntervalMs: 250 });
   const eq = argv.indexOf('parametriceq');
   const ln = argv.indexOf('loudnorm');
   t.ok(eq > 0 && ln > eq, 'eq before loudness, as asked');
@@ -67,21 +70,33 @@ void t.test('steps compile in order; the multicast interface is its own token', 
   t.ok(argv.includes('multicast-iface=eth0'));
 });
 
-void t.test('packets per send > 1 puts rtpbatch between the payloader and the sink; 1 leaves it out', async (t) => {
-  const batched = compilePipeline(parsePipelineSpec(EXAMPLE), { statsIntervalMs: 1000, packetsPerSend: 4 });
+void t.test('rtpbatch is always there (media-clock timestamps); packets per send sets its lists and the bridge chunk', async (t) => {
+  const batched = compilePipeline(parsePipelineSpec(EXAMPLE), { ...OPTIONS, packetsPerSend: 4 });
   const pay = batched.indexOf('rtpL24pay');
   const sink = batched.indexOf('udpsink');
-  t.same(batched.slice(sink - 4, sink), ['rtpbatch', 'name=batch', 'packets=4', '!']);
-  t.ok(pay > 0 && pay < sink - 4, 'after the payloader');
+  t.same(batched.slice(sink - 5, sink), ['rtpbatch', 'name=batch', 'packets=4', 'media-clock=true', '!']);
+  t.ok(pay > 0 && pay < sink - 5, 'after the payloader');
+  t.ok(batched.includes('chunk=4000000'), 'the bridge puts out one list of packets per chunk');
   t.ok(batched.includes('payloader=pay'), 'pipelinestats still counts packets at the payloader');
-  const strict = compilePipeline(parsePipelineSpec(EXAMPLE), { statsIntervalMs: 1000, packetsPerSend: 1 });
-  t.notOk(strict.includes('rtpbatch'));
-  t.same([...batched.slice(0, sink - 4), ...batched.slice(sink)], strict, 'otherwise the same graph');
-  t.throws(() => compilePipeline(parsePipelineSpec(EXAMPLE), { statsIntervalMs: 1000, packetsPerSend: 17 }), UnsafeValueError, 'out of the allow-list range');
+  const strict = compilePipeline(parsePipelineSpec(EXAMPLE), OPTIONS);
+  t.ok(strict.includes('packets=1') && strict.includes('chunk=1000000'));
+  t.throws(() => compilePipeline(parsePipelineSpec(EXAMPLE), { ...OPTIONS, packetsPerSend: 17 }), UnsafeValueError, 'out of the allow-list range');
+});
+
+void t.test('the clock bridge takes the clock source and jitter of the configuration, checked again', async (t) => {
+  for (const clockSource of ['tai', 'realtime', '/dev/ptp0']) {
+    t.ok(compilePipeline(parsePipelineSpec(EXAMPLE), { ...OPTIONS, clockSource }).includes(`clock-source=${clockSource}`), clockSource);
+  }
+  t.ok(compilePipeline(parsePipelineSpec(EXAMPLE), { ...OPTIONS, jitterMs: 500 }).includes('jitter=500000000'));
+  for (const clockSource of ['', 'monotonic', '/dev/sda', '/dev/ptp0 ! fakesink', 'tai\n']) {
+    t.throws(() => compilePipeline(parsePipelineSpec(EXAMPLE), { ...OPTIONS, clockSource }), UnsafeValueError, JSON.stringify(clockSource));
+  }
+  t.throws(() => compilePipeline(parsePipelineSpec(EXAMPLE), { ...OPTIONS, jitterMs: 4 }), UnsafeValueError, 'jitter below 5 ms');
+  t.throws(() => compilePipeline(parsePipelineSpec(EXAMPLE), { ...OPTIONS, jitterMs: 501 }), UnsafeValueError, 'jitter above 500 ms');
 });
 
 void t.test('every description token is free of what the gst-launch parser splits on', async (t) => {
-  const argv = compilePipeline(parsePipelineSpec(EXAMPLE), { statsIntervalMs: 1000, packetsPerSend: 4 });
+  const argv = compilePipeline(parsePipelineSpec(EXAMPLE), { ...OPTIONS, packetsPerSend: 4 });
   const fixedCaps: string[] = Object.values(CAPS);
   for (const token of argv.slice(4)) {
     // the fixed caps filters list alternatives with ';' (caps syntax); no value ever does

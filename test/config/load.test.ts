@@ -41,6 +41,11 @@ const bad: [string, unknown, string][] = [
   ['station bad id', { stations: [{ id: 'Studio A', number: 1, name: 'A', output: { type: 'rtp', host: '127.0.0.1', port: 5004 } }] }, 'stations.0.id has characters'],
   ['stations same number', { stations: [1, 2].map((i) => ({ id: `s${i}`, number: 1, name: 'A', output: { type: 'rtp', host: '127.0.0.1', port: 5004 } })) }, 'stations.1.number = 1 gives harbor port 8100, the same port as stations.0.number'],
   ['station harbor on rest port', { server: { rest_port: 8100 }, stations: [{ id: 's', number: 1, name: 'A', output: { type: 'rtp', host: '127.0.0.1', port: 5004 } }] }, 'stations.0.number = 1 gives harbor port 8100, the same port as server.rest_port'],
+  ['jitter too small', { engine: { jitter_ms: 4 } }, 'engine.jitter_ms must be >= 5'],
+  ['jitter too large', { engine: { jitter_ms: 501 } }, 'engine.jitter_ms must be <= 500'],
+  ['clock source free text', { clock: { source: 'tai ! fakesink' } }, 'clock.source must be "tai", "realtime" or a PTP hardware clock "/dev/ptpN"; got "tai ! fakesink"'],
+  ['clock source other device', { clock: { source: '/dev/sda' } }, 'clock.source must be "tai", "realtime" or a PTP hardware clock "/dev/ptpN"; got "/dev/sda"'],
+  ['clock source not a string', { clock: { source: 1 } }, 'clock.source must be string'],
   ['station bad plugin', { stations: [{ id: 's', number: 1, name: 'A', processing: [{ plugin: 'x' }], output: { type: 'rtp', host: '127.0.0.1', port: 5004 } }] }, 'stations.0.processing.0.plugin must be one of'],
 ];
 for (const [what, document, message] of bad) {
@@ -53,6 +58,13 @@ for (const [what, document, message] of bad) {
     }
   });
 }
+
+void t.test('clock and jitter defaults; each clock source form is accepted', async (t) => {
+  const defaults = checkConfig({}, 'c.toml');
+  t.equal(defaults.clock.source, 'tai');
+  t.equal(defaults.engine.jitter_ms, 20);
+  for (const source of ['tai', 'realtime', '/dev/ptp0', '/dev/ptp12']) t.equal(checkConfig({ clock: { source } }, 'c.toml').clock.source, source);
+});
 
 void t.test('the engine exits 2 on a bad config, naming the key', async (t) => {
   const dir = t.testdir();
@@ -68,6 +80,10 @@ void t.test('the engine exits 2 on a bad config, naming the key', async (t) => {
   const missing = spawnSync(process.execPath, [MAIN, '--config', path.join(dir, 'nope.toml')], { encoding: 'utf8', timeout: 10_000 });
   t.equal(missing.status, 2);
   t.match(missing.stderr, 'cannot read the configuration file');
+  writeFileSync(file, '[clock]\nsource = "/dev/ptp97"\n');
+  const phc = spawnSync(process.execPath, [MAIN, '--config', file], { encoding: 'utf8', timeout: 10_000 });
+  t.equal(phc.status, 2, 'a PTP hardware clock that is not there');
+  t.match(phc.stderr, 'clock.source = "/dev/ptp97" cannot be read (ENOENT)');
   const usage = spawnSync(process.execPath, [MAIN, '--bogus'], { encoding: 'utf8', timeout: 10_000 });
   t.equal(usage.status, 2, 'unknown option');
 });

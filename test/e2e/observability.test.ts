@@ -69,7 +69,14 @@ void t.test('levels, loudness and SRT counters of a running pipeline, in Prometh
   t.ok(outAfter - outBefore > 500, `RTP packets out move: ${outBefore} -> ${outAfter}`);
   t.ok((sample(scrape, 'audio_engine_pipeline_srt_packets_lost_total', { pipeline_id: id }) ?? -1) >= 0, 'loss counter exported');
   const fill = sample(scrape, 'audio_engine_pipeline_buffer_fill_ratio', { pipeline_id: id });
-  t.ok(fill !== undefined && fill >= 0 && fill <= 1, `buffer fill ${fill}`);
+  t.ok(fill !== undefined && fill >= 0, `jitter buffer fill against its target ${fill}`);
+  const jitter = sample(scrape, 'audio_engine_pipeline_jitter_buffer_seconds', { pipeline_id: id });
+  t.ok(jitter !== undefined && jitter >= 0 && jitter < 0.5, `jitter buffer ${jitter} s`);
+  t.ok(sample(scrape, 'audio_engine_pipeline_input_clock_drift_ppm', { pipeline_id: id }) !== undefined, 'drift exported');
+  t.ok((sample(scrape, 'audio_engine_pipeline_jitter_buffer_underruns_total', { pipeline_id: id }) ?? -1) >= 0, 'underruns exported');
+  t.ok((sample(scrape, 'audio_engine_pipeline_jitter_buffer_overruns_total', { pipeline_id: id }) ?? -1) >= 0, 'overruns exported');
+  const latency = sample(scrape, 'audio_engine_pipeline_latency_seconds', { pipeline_id: id });
+  t.ok(latency !== undefined && latency >= 0.3 && latency < 1, `latency estimate ${latency} s (SRT 300 ms + the bridge)`);
   t.equal(sample(scrape, 'audio_engine_pipeline_state', { pipeline_id: id, state: 'running' }), 1);
 
   const promtool = spawnSync('promtool', ['check', 'metrics'], { input: scrape, encoding: 'utf8' });
@@ -78,6 +85,7 @@ void t.test('levels, loudness and SRT counters of a running pipeline, in Prometh
   const view = (await api<PipelineView>(engine, 'GET', `/api/v1/pipelines/${id}`)).body;
   t.equal(view.input_state, 'receiving');
   t.equal(view.srt_connected, true);
+  t.ok(view.clock !== null && view.clock.jitter_target_seconds === 0.02, 'the pipeline shows its clock bridge (target engine.jitter_ms)');
 
   const logs = await api(engine, 'GET', `/api/v1/pipelines/${id}/logs?lines=3`);
   t.equal(logs.status, 200);

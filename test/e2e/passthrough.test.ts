@@ -17,7 +17,7 @@ async function childArgv(engine: Awaited<ReturnType<typeof startEngine>>, id: st
   return cmdline.split('\0');
 }
 
-// packetsPerSend: undefined = the default config (4 packets per send, through rtpbatch); 1 = one per ms
+// packetsPerSend: undefined = the default config (4 packets per send, lists of 4 from rtpbatch); 1 = one per ms
 // video: the transport stream carries a video stream before the audio (an encoder's A/V feed)
 const cases = [
   { codec: 'aac', packetsPerSend: undefined, video: false },
@@ -38,18 +38,21 @@ for (const { codec, packetsPerSend, video } of cases) {
     await waitForPipeline(engine, id, isRunning, 'running');
     const argv = await childArgv(engine, id);
     const batch = argv.indexOf('rtpbatch');
-    if (packetsPerSend === 1) t.equal(batch, -1, 'no rtpbatch: the sink sends each packet on its own');
-    else t.same(argv.slice(batch - 1, batch + 4), ['!', 'rtpbatch', 'name=batch', 'packets=4', '!'], 'rtpbatch packets=4 before the sink');
+    const packets = packetsPerSend ?? 4;
+    t.same(argv.slice(batch - 1, batch + 5), ['!', 'rtpbatch', 'name=batch', `packets=${packets}`, 'media-clock=true', '!'], `rtpbatch packets=${packets} with media-clock timestamps before the sink`);
     const demux = argv.indexOf('tsdemux');
     t.same(argv.slice(demux, demux + 5), ['tsdemux', 'name=demux', '!', CAPS.audioInTransportStream, '!'], 'tsdemux links the first audio stream');
 
     const amplitude = 0.5;
+    // The output sends silence from the child's start; measure from the caller's start on.
+    receiver.reset();
     const sender = sendSine({ port: srtPort, amplitude, seconds: 5, codec, video });
     t.teardown(() => sender.stop());
     t.equal(await sender.done, 0, 'the SRT caller sent its audio');
-    await new Promise((resolve) => setTimeout(resolve, 1000)); // the SRT latency and the sink's hold drain
+    await new Promise((resolve) => setTimeout(resolve, 1000)); // the SRT latency and the bridge drain
 
-    const stats = receiver.stats(1.0, 0.5);
+    // 1.5 s for the caller's start, SRT latency and the bridge's refill; the last 1 s is silence again
+    const stats = receiver.stats(1.5, 1.0);
     t.ok(stats.packets > 2500, `RTP packets arrived (${stats.packets})`);
     t.equal(stats.payloadType, 96, 'payload type 96');
     t.equal(stats.payloadBytes, 288, '1 ms packets: 48 frames x 2 channels x 3 bytes');
@@ -59,8 +62,10 @@ for (const { codec, packetsPerSend, video } of cases) {
       t.ok(Math.abs(rms - expected) < 0.2, `channel ${channel}: RMS ${rms.toFixed(2)} dBFS, sent ${expected.toFixed(2)} dBFS`);
     }
 
-    // The caller left: the child ended cleanly and was started again at once, ready for the next one.
-    await waitForPipeline(engine, id, (p) => p.restarts >= 1 && isRunning(p), 'a restart after the caller left');
+    // The caller left: the child keeps running (srtsrc keeps listening, the output sends silence).
+    const left = await waitForPipeline(engine, id, (p) => p.input_state === 'waiting', 'waiting after the caller left');
+    t.equal(left.restarts, 0, 'no restart: the same child waits for the next caller');
+    t.ok(isRunning(left));
     const deleted = await api(engine, 'DELETE', `/api/v1/pipelines/${id}`);
     t.equal(deleted.status, 204);
   });

@@ -21,6 +21,14 @@ export interface SenderOptions {
   via?: readonly string[];
   /** Send from inside this network namespace (to its 127.0.0.1). */
   netns?: string;
+  /** Read the input at this multiple of real time (ffmpeg -readrate): 1.001 = a sender clock 1000 ppm fast. Default -re (1). */
+  readrate?: number;
+  /** SRT latency the caller asks for, ms (the connection uses the larger of both sides). Default 300. */
+  latencyMs?: number;
+  /** An aevalsrc expression of `t` for both channels instead of the sine (amplitude and frequency then unused). */
+  expression?: string;
+  /** MPEG-TS PES payload size, bytes (ffmpeg -pes_payload_size; its default 2930 packs ~85 ms of AAC at 256 kb/s). */
+  pesPayloadSize?: number;
 }
 
 export interface Sender {
@@ -38,7 +46,7 @@ function encryption(options: SenderOptions): string {
 export function sendSine(options: SenderOptions): Sender {
   const f = options.frequency ?? 1000;
   const a = options.amplitude;
-  const expr = `${a}*sin(2*PI*${f}*t)`;
+  const expr = options.expression ?? `${a}*sin(2*PI*${f}*t)`;
   const codec = options.codec ?? 'aac';
   const codecArgs =
     codec === 'aac' ? ['-c:a', 'aac', '-b:a', '256k']
@@ -48,12 +56,14 @@ export function sendSine(options: SenderOptions): Sender {
     ? ['-f', 'lavfi', '-i', `testsrc=size=160x120:rate=25:duration=${options.seconds}`]
     : [];
   const args = [
-    '-hide_banner', '-loglevel', 'error', '-nostdin', '-re',
+    '-hide_banner', '-loglevel', 'error', '-nostdin',
+    ...(options.readrate === undefined ? ['-re'] : ['-readrate', String(options.readrate)]),
     ...video,
     '-f', 'lavfi', '-i', `aevalsrc=${expr}|${expr}:s=48000:d=${options.seconds}`,
     ...(options.video === true ? ['-map', '0:v', '-map', '1:a', '-c:v', 'mpeg2video', '-b:v', '200k'] : []),
     ...codecArgs,
-    '-f', 'mpegts', `srt://127.0.0.1:${options.port}?mode=caller&latency=300000&connect_timeout=3000${encryption(options)}`,
+    ...(options.pesPayloadSize === undefined ? [] : ['-pes_payload_size', String(options.pesPayloadSize)]),
+    '-f', 'mpegts', `srt://127.0.0.1:${options.port}?mode=caller&latency=${(options.latencyMs ?? 300) * 1000}&connect_timeout=3000${encryption(options)}`,
   ];
   const prefix = options.netns === undefined ? [...(options.via ?? [])] : ['ip', 'netns', 'exec', options.netns];
   const [file, ...rest] = [...prefix, 'ffmpeg', ...args];

@@ -40,13 +40,14 @@ void t.test('station config: defaults, icecast needs a password, the password on
 });
 
 void t.test('the stdin input is internal: the compiler writes fdsrc fd=0, the REST/gRPC schema refuses it', async (t) => {
-  const argv = compilePipeline({ input: { type: 'stdin' }, processing: [], output: { ...output, type: 'rtp', ttl: 16, channels: 2, encoding: 'L24', ptime: 1, payload_type: 96, dscp: 34 } }, { statsIntervalMs: 1000, packetsPerSend: 4 });
+  const argv = compilePipeline({ input: { type: 'stdin' }, processing: [], output: { ...output, type: 'rtp', ttl: 16, channels: 2, encoding: 'L24', ptime: 1, payload_type: 96, dscp: 34 } }, { statsIntervalMs: 1000, packetsPerSend: 4, clockSource: 'tai', jitterMs: 20 });
   t.same(argv.slice(0, 9), ['-m', '-f', '-e', '--', 'fdsrc', 'name=src', 'fd=0', 'blocksize=4096', '!']);
   t.same(argv.slice(9, 11), ['chaindecode', 'name=decode'], 'decodebin (inside chaindecode) finds the format of the body itself');
   t.notOk(argv.includes('tsdemux'));
   t.ok(argv.includes('async=true'), 'the stdin graph prerolls at its sink');
   t.notOk(argv.some((a) => a.startsWith('srtsrc')));
-  const srt = compilePipeline(parsePipelineSpec({ name: 'x', input: { type: 'srt', port: 9000 }, output }), { statsIntervalMs: 1000, packetsPerSend: 4 });
+  t.ok(argv.includes('clockbridge'), 'the stdin input goes through the clock bridge too (sources send in bursts)');
+  const srt = compilePipeline(parsePipelineSpec({ name: 'x', input: { type: 'srt', port: 9000 }, output }), { statsIntervalMs: 1000, packetsPerSend: 4, clockSource: 'tai', jitterMs: 20 });
   t.ok(srt.includes('async=false'), 'SRT graphs are unchanged');
   t.ok(srt.includes('tsdemux'), 'SRT graphs demultiplex MPEG-TS themselves');
   t.throws(() => parsePipelineSpec({ name: 'x', input: { type: 'stdin' }, output }), ValidationError);

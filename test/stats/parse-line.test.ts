@@ -104,3 +104,31 @@ void t.test('srtaccess: an address in brackets, no address, and malformed messag
   t.equal(parseLine(`${head}event=(string)maybe;`), undefined, 'unknown event');
   t.equal(parseLine(`${head}peer=(string)1.2.3.4:5;`), undefined, 'no event');
 });
+
+void t.test('clockbridge messages of a real run: idle, a caller, none, a second caller, none', async (t) => {
+  const lines = readFileSync(path.join(fixtures, 'clockbridge-srt.stdout'), 'utf8').split('\n');
+  const events = lines.map(parseLine).filter((e): e is StatsEvent => e?.kind === 'clockbridge');
+  t.equal(events.length, lines.filter((l) => l.includes('(element): clockbridge,')).length, 'every clockbridge message parses');
+  t.ok(events.length >= 10, `${events.length} reports`);
+  const active = events.map((e) => (e.kind === 'clockbridge' ? e.inputActive : undefined));
+  t.equal(active[0], false, 'no caller at first');
+  t.ok(active.includes(true), 'input while a caller sends');
+  t.equal(active.at(-1), false, 'no input after the last caller left');
+  let underruns = 0;
+  for (const event of events) {
+    if (event.kind !== 'clockbridge') continue;
+    t.equal(event.element, 'bridge');
+    t.equal(event.targetSeconds, 0.02, 'the target is engine.jitter_ms');
+    t.ok(event.setpointSeconds >= event.targetSeconds, 'the fill kept is the target + the input saw-tooth depth');
+    for (const value of [event.driftPpm, event.fillSeconds, event.latencySeconds, event.ratio]) t.ok(Number.isFinite(value));
+    t.ok(event.underruns >= underruns, 'underruns are cumulative');
+    underruns = event.underruns;
+    if (!event.inputActive) t.equal(event.fillSeconds, 0, 'no input: an empty buffer');
+  }
+  t.equal(parseLine('Got message #1 from element "bridge" (element): clockbridge, drift-ppm=(double)1, fill=(double)0;'), undefined, 'fields missing');
+  t.equal(
+    parseLine('Got message #1 from element "bridge" (element): clockbridge, drift-ppm=(double)1, fill=(double)0, target=(double)0.02, underruns=(guint64)0, overruns=(guint64)0, input-active=(string)yes, latency=(double)0.03, ratio=(double)1;'),
+    undefined,
+    'input-active must be a boolean',
+  );
+});

@@ -34,7 +34,7 @@ function supervisor(t: Test, readyTimeoutMs = READY_TIMEOUT_MS): PipelineSupervi
   };
   const args = compilePipeline(
     { input: { type: 'stdin' }, processing: [], output: { type: 'rtp', host: '127.0.0.1', port: 9, ttl: 16, channels: 2, encoding: 'L24', ptime: 1, payload_type: 96, dscp: 34 } },
-    { statsIntervalMs: 1000, packetsPerSend: 1 },
+    { statsIntervalMs: 1000, packetsPerSend: 1, clockSource: 'tai', jitterMs: 20 },
   );
   const sup = new PipelineSupervisor('station:test', args, deps, { stdin: true });
   t.teardown(() => sup.stop());

@@ -276,6 +276,32 @@ export interface Pipeline {
    * 239.0.0.0/8). Empty otherwise.
    */
   warnings: string[];
+  /**
+   * "waiting" (no input reaches the clock bridge: no caller, or nothing decodable; the output
+   * sends silence), "receiving", "silent" (input below -60 dBFS RMS for 5 s or more).
+   */
+  input_state: string;
+  /** The clock bridge; absent before the child's first report (docs/clock.md). */
+  clock?: PipelineClock | undefined;
+}
+
+/** The pipeline's clock bridge: the crossing from the sender's clock to the output clock. */
+export interface PipelineClock {
+  /** Sender clock against the output clock, ppm (positive: the sender is fast). */
+  drift_ppm: number;
+  /**
+   * Fill of the jitter buffer (time average) and its target (engine.jitter_ms: the reserve below
+   * the input's packet saw-tooth), seconds.
+   */
+  jitter_buffer_seconds: number;
+  jitter_target_seconds: number;
+  /** Times the buffer ran empty (once per episode) and overflowed, since the pipeline was loaded. */
+  underruns: number;
+  overruns: number;
+  /** Sender-to-RTP latency estimate: SRT latency + the bridge's latency, seconds. */
+  latency_seconds: number;
+  /** The average fill the bridge keeps: the target + the depth of the input's saw-tooth, seconds. */
+  jitter_setpoint_seconds: number;
 }
 
 export interface GetPipelineSdpRequest {
@@ -1207,6 +1233,8 @@ function createBasePipeline(): Pipeline {
     behind: false,
     sdp: "",
     warnings: [],
+    input_state: "",
+    clock: undefined,
   };
 }
 
@@ -1271,6 +1299,12 @@ export const Pipeline: MessageFns<Pipeline> = {
     }
     for (const v of message.warnings) {
       writer.uint32(162).string(v!);
+    }
+    if (message.input_state !== "") {
+      writer.uint32(170).string(message.input_state);
+    }
+    if (message.clock !== undefined) {
+      PipelineClock.encode(message.clock, writer.uint32(178).fork()).join();
     }
     return writer;
   },
@@ -1448,6 +1482,22 @@ export const Pipeline: MessageFns<Pipeline> = {
             message.warnings.push(reader.string());
             continue;
           }
+          case 21: {
+            if (tag !== 170) {
+              break;
+            }
+
+            message.input_state = reader.string();
+            continue;
+          }
+          case 22: {
+            if (tag !== 178) {
+              break;
+            }
+
+            message.clock = PipelineClock.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1489,6 +1539,145 @@ export const Pipeline: MessageFns<Pipeline> = {
     message.behind = object.behind ?? false;
     message.sdp = object.sdp ?? "";
     message.warnings = object.warnings?.map((e) => e) || [];
+    message.input_state = object.input_state ?? "";
+    message.clock = (object.clock !== undefined && object.clock !== null)
+      ? PipelineClock.fromPartial(object.clock)
+      : undefined;
+    return message;
+  },
+};
+
+function createBasePipelineClock(): PipelineClock {
+  return {
+    drift_ppm: 0,
+    jitter_buffer_seconds: 0,
+    jitter_target_seconds: 0,
+    underruns: 0,
+    overruns: 0,
+    latency_seconds: 0,
+    jitter_setpoint_seconds: 0,
+  };
+}
+
+export const PipelineClock: MessageFns<PipelineClock> = {
+  encode(message: PipelineClock, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.drift_ppm !== 0) {
+      writer.uint32(9).double(message.drift_ppm);
+    }
+    if (message.jitter_buffer_seconds !== 0) {
+      writer.uint32(17).double(message.jitter_buffer_seconds);
+    }
+    if (message.jitter_target_seconds !== 0) {
+      writer.uint32(25).double(message.jitter_target_seconds);
+    }
+    if (message.underruns !== 0) {
+      writer.uint32(32).uint64(message.underruns);
+    }
+    if (message.overruns !== 0) {
+      writer.uint32(40).uint64(message.overruns);
+    }
+    if (message.latency_seconds !== 0) {
+      writer.uint32(49).double(message.latency_seconds);
+    }
+    if (message.jitter_setpoint_seconds !== 0) {
+      writer.uint32(57).double(message.jitter_setpoint_seconds);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): PipelineClock {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBasePipelineClock();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 9) {
+              break;
+            }
+
+            message.drift_ppm = reader.double();
+            continue;
+          }
+          case 2: {
+            if (tag !== 17) {
+              break;
+            }
+
+            message.jitter_buffer_seconds = reader.double();
+            continue;
+          }
+          case 3: {
+            if (tag !== 25) {
+              break;
+            }
+
+            message.jitter_target_seconds = reader.double();
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.underruns = longToNumber(reader.uint64());
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.overruns = longToNumber(reader.uint64());
+            continue;
+          }
+          case 6: {
+            if (tag !== 49) {
+              break;
+            }
+
+            message.latency_seconds = reader.double();
+            continue;
+          }
+          case 7: {
+            if (tag !== 57) {
+              break;
+            }
+
+            message.jitter_setpoint_seconds = reader.double();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<PipelineClock>, I>>(base?: I): PipelineClock {
+    return PipelineClock.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<PipelineClock>, I>>(object: I): PipelineClock {
+    const message = createBasePipelineClock();
+    message.drift_ppm = object.drift_ppm ?? 0;
+    message.jitter_buffer_seconds = object.jitter_buffer_seconds ?? 0;
+    message.jitter_target_seconds = object.jitter_target_seconds ?? 0;
+    message.underruns = object.underruns ?? 0;
+    message.overruns = object.overruns ?? 0;
+    message.latency_seconds = object.latency_seconds ?? 0;
+    message.jitter_setpoint_seconds = object.jitter_setpoint_seconds ?? 0;
     return message;
   },
 };

@@ -1,0 +1,131 @@
+/**
+ * CPU of one pipeline with the clock bridge against the graph before it, side by side in the same
+ * run: both graphs (loudnorm + 3-band EQ, 4 packets per send) run at once, each fed by its own
+ * ffmpeg AAC caller (-pes_payload_size 0), and each child's CPU (user + system, /proc/PID/stat) is
+ * read over the same window. "old" is today's description with the queue in place of the bridge,
+ * srtsrc keep-listening=false and rtpbatch without media-clock (the graph before issue 13).
+ * Goal: new − old at most 0.3 % of a core per pipeline.
+ *
+ *   node --import=tsx bench/clock-cpu.ts [--window S] [--rounds N] [--plugin-path DIR]
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { compilePipeline } from '../src/compiler/compile.js';
+import { parsePipelineSpec } from '../src/spec/validate.js';
+import { runIfMain } from './process.js';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const TICKS_PER_S = 100; // getconf CLK_TCK on Linux
+
+export interface ClockCpuRound {
+  windowS: number;
+  oldPercent: number;
+  newPercent: number;
+}
+
+export interface ClockCpuResult {
+  rounds: ClockCpuRound[];
+  medianOldPercent: number;
+  medianNewPercent: number;
+  medianDeltaPoints: number;
+}
+
+function argvFor(kind: 'old' | 'new', srtPort: number): string[] {
+  const spec = parsePipelineSpec({
+    name: kind, input: { type: 'srt', port: srtPort, latency: 120 },
+    processing: [{ plugin: 'loudness-normalize', target: -23 }, { plugin: 'eq', bands: [{ freq: 100, gain: -2 }, { freq: 1000, gain: 1 }, { freq: 8000, gain: 1.5 }] }],
+    output: { type: 'rtp', host: '127.0.0.1', port: 9 },
+  });
+  const argv = compilePipeline(spec, { statsIntervalMs: 1000, packetsPerSend: 4, clockSource: 'realtime', jitterMs: 20 });
+  if (kind === 'new') return argv;
+  const bridge = argv.indexOf('clockbridge');
+  argv.splice(bridge, 7, 'queue', 'name=buffer', 'max-size-time=1000000000', 'max-size-buffers=0', 'max-size-bytes=0');
+  const old: Record<string, string> = { 'keep-listening=true': 'keep-listening=false', 'buffer=': 'buffer=buffer' };
+  return argv.filter((a) => a !== 'media-clock=true').map((a) => old[a] ?? a);
+}
+
+async function cpuTicks(pid: number): Promise<number> {
+  const fields = (await readFile(`/proc/${pid}/stat`, 'utf8')).split(') ')[1]?.split(' ') ?? [];
+  return Number(fields[11]) + Number(fields[12]); // utime, stime (fields 14 and 15 of stat)
+}
+
+async function round(windowS: number, pluginPath: string, basePort: number): Promise<ClockCpuRound> {
+  const children: ChildProcess[] = [];
+  const gst: Record<'old' | 'new', ChildProcess> = {
+    old: spawn('gst-launch-1.0', argvFor('old', basePort), { env: { ...process.env, GST_PLUGIN_PATH: pluginPath }, stdio: 'ignore' }),
+    new: spawn('gst-launch-1.0', argvFor('new', basePort + 1), { env: { ...process.env, GST_PLUGIN_PATH: pluginPath }, stdio: 'ignore' }),
+  };
+  children.push(gst.old, gst.new);
+  await new Promise((resolve) => setTimeout(resolve, 2000));
+  const sine = '0.3*sin(2*PI*997*t)';
+  for (const port of [basePort, basePort + 1]) {
+    children.push(spawn('ffmpeg', [
+      '-hide_banner', '-loglevel', 'quiet', '-nostdin', '-re', '-f', 'lavfi', '-i', `aevalsrc=${sine}|${sine}:s=48000:d=${windowS + 20}`,
+      '-c:a', 'aac', '-b:a', '256k', '-pes_payload_size', '0', '-f', 'mpegts', `srt://127.0.0.1:${port}?mode=caller&latency=120000`,
+    ], { stdio: 'ignore' }));
+  }
+  try {
+    await new Promise((resolve) => setTimeout(resolve, 8000));
+    const pidOld = gst.old.pid ?? 0;
+    const pidNew = gst.new.pid ?? 0;
+    const [a0, b0] = [await cpuTicks(pidOld), await cpuTicks(pidNew)];
+    const t0 = performance.now();
+    await new Promise((resolve) => setTimeout(resolve, windowS * 1000));
+    const [a1, b1] = [await cpuTicks(pidOld), await cpuTicks(pidNew)];
+    const w = (performance.now() - t0) / 1000;
+    return { windowS: w, oldPercent: ((a1 - a0) / TICKS_PER_S / w) * 100, newPercent: ((b1 - b0) / TICKS_PER_S / w) * 100 };
+  } finally {
+    for (const child of children) child.kill('SIGKILL');
+    await Promise.all(children.filter((c) => c.exitCode === null && c.signalCode === null).map((c) => once(c, 'exit')));
+  }
+}
+
+const median = (xs: number[]): number => {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = Math.floor(s.length / 2);
+  return s.length % 2 === 1 ? (s[m] ?? NaN) : ((s[m - 1] ?? NaN) + (s[m] ?? NaN)) / 2;
+};
+
+export async function runClockCpuBench(options: { windowS?: number; rounds?: number; pluginPath?: string } = {}): Promise<ClockCpuResult> {
+  const windowS = options.windowS ?? 60;
+  const pluginPath = options.pluginPath ?? path.join(ROOT, 'gst-plugins', 'build');
+  const rounds: ClockCpuRound[] = [];
+  for (let i = 0; i < (options.rounds ?? 3); i++) {
+    const r = await round(windowS, pluginPath, 19710 + 2 * i);
+    process.stderr.write(`clock cpu round ${i + 1}: old ${r.oldPercent.toFixed(2)} %, new ${r.newPercent.toFixed(2)} % of a core\n`);
+    rounds.push(r);
+  }
+  return {
+    rounds,
+    medianOldPercent: median(rounds.map((r) => r.oldPercent)),
+    medianNewPercent: median(rounds.map((r) => r.newPercent)),
+    medianDeltaPoints: median(rounds.map((r) => r.newPercent - r.oldPercent)),
+  };
+}
+
+export function clockCpuTable(r: ClockCpuResult): string {
+  return [
+    `One pipeline (loudnorm + 3-band EQ), old graph and clock-bridge graph side by side, ${r.rounds.length} rounds:`,
+    '',
+    '| graph | median CPU, % of a core | rounds |',
+    '|---|---:|---|',
+    `| old (queue) | ${r.medianOldPercent.toFixed(2)} | ${r.rounds.map((x) => x.oldPercent.toFixed(2)).join(', ')} |`,
+    `| new (clockbridge, media-clock) | ${r.medianNewPercent.toFixed(2)} | ${r.rounds.map((x) => x.newPercent.toFixed(2)).join(', ')} |`,
+    '',
+    `- new − old: **${r.medianDeltaPoints >= 0 ? '+' : ''}${r.medianDeltaPoints.toFixed(2)} points** of a core per pipeline (goal at most +0.30); new / old ${(r.medianNewPercent / r.medianOldPercent).toFixed(2)}x`,
+  ].join('\n');
+}
+
+runIfMain(import.meta.url, 'clock-cpu', async () => {
+  const args = process.argv.slice(2);
+  const num = (name: string): number | undefined => {
+    const i = args.indexOf(name);
+    return i >= 0 ? Number(args[i + 1]) : undefined;
+  };
+  const at = args.indexOf('--plugin-path');
+  const r = await runClockCpuBench({ windowS: num('--window'), rounds: num('--rounds'), pluginPath: at >= 0 ? args[at + 1] : undefined });
+  process.stdout.write(`\n${clockCpuTable(r)}\n\n${JSON.stringify(r, null, 2)}\n`);
+});

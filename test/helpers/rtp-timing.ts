@@ -1,0 +1,57 @@
+/**
+ * The kernel's receive time of every RTP packet (test/helpers/rtp-timing.py, SO_TIMESTAMPNS on
+ * CLOCK_REALTIME), for the clock tests: packet rate against host time, media-clock timestamps.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+
+const SCRIPT = path.join(path.dirname(fileURLToPath(import.meta.url)), 'rtp-timing.py');
+
+export interface TimedPacket {
+  /** CLOCK_REALTIME receive time, ns (bigint: ns since 1970 exceed 2^53). */
+  recvNs: bigint;
+  seq: number;
+  rtpTs: number;
+  /** Largest |sample| of the payload, 0..1. */
+  peak: number;
+  /** Frame index in the packet of the first sample above 1/64 of full scale, -1 if none. */
+  first: number;
+}
+
+export class RtpTiming {
+  readonly packets: TimedPacket[] = [];
+  kernelDrops = 0;
+  private readonly ended: Promise<void>;
+
+  private constructor(private readonly child: ChildProcess, readonly port: number, lines: AsyncIterableIterator<string>) {
+    this.ended = (async () => {
+      for await (const line of lines) {
+        if (line.startsWith('end ')) {
+          this.kernelDrops = Number(line.slice(4));
+          continue;
+        }
+        const [recv, seq, ts, peak, first] = line.split(' ');
+        if (recv === undefined || seq === undefined || ts === undefined || peak === undefined || first === undefined) continue;
+        this.packets.push({ recvNs: BigInt(recv), seq: Number(seq), rtpTs: Number(ts), peak: Number(peak) / 8388608, first: Number(first) });
+      }
+    })();
+  }
+
+  /** Starts a receiver on 127.0.0.1 that ends by itself after `maxSeconds`. */
+  static async open(maxSeconds: number): Promise<RtpTiming> {
+    const child = spawn('python3', [SCRIPT, String(maxSeconds)], { stdio: ['pipe', 'pipe', 'inherit'] });
+    const lines = createInterface({ input: child.stdout })[Symbol.asyncIterator]();
+    const first = await lines.next();
+    if (first.done === true) throw new Error('rtp-timing.py did not start');
+    const { port } = JSON.parse(first.value) as { port: number };
+    return new RtpTiming(child, port, lines);
+  }
+
+  /** Stops receiving and waits for every line. */
+  async close(): Promise<void> {
+    this.child.stdin?.end();
+    await this.ended;
+  }
+}
