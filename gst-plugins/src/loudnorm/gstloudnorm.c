@@ -96,18 +96,18 @@ gst_loudnorm_class_init (GstLoudnormClass * klass)
   g_object_class_install_property (gobject_class, PROP_TARGET,
       g_param_spec_double ("target", "Target",
           "Target integrated loudness (LUFS)", -70.0, -5.0, DEFAULT_TARGET,
-          G_PARAM_READWRITE | GST_PARAM_CONTROLLABLE |
+          G_PARAM_READWRITE | GST_PARAM_CONTROLLABLE | GST_PARAM_MUTABLE_PLAYING |
           G_PARAM_STATIC_STRINGS));
   g_object_class_install_property (gobject_class, PROP_TRUE_PEAK,
       g_param_spec_double ("true-peak", "True peak",
           "True-peak ceiling of the output (dBTP)", -9.0, 0.0,
           DEFAULT_TRUE_PEAK,
-          G_PARAM_READWRITE | GST_PARAM_CONTROLLABLE |
+          G_PARAM_READWRITE | GST_PARAM_CONTROLLABLE | GST_PARAM_MUTABLE_PLAYING |
           G_PARAM_STATIC_STRINGS));
   g_object_class_install_property (gobject_class, PROP_MAX_GAIN,
       g_param_spec_double ("max-gain", "Maximum gain",
           "Largest gain applied (dB)", 0.0, 40.0, DEFAULT_MAX_GAIN,
-          G_PARAM_READWRITE | GST_PARAM_CONTROLLABLE |
+          G_PARAM_READWRITE | GST_PARAM_CONTROLLABLE | GST_PARAM_MUTABLE_PLAYING |
           G_PARAM_STATIC_STRINGS));
   g_object_class_install_property (gobject_class, PROP_POST_MESSAGES,
       g_param_spec_boolean ("post-messages", "Post messages",
