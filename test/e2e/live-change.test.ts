@@ -55,7 +55,7 @@ function maxStep(x: Float32Array, from: number, to: number): { step: number; at:
   return { step, at };
 }
 
-async function runningPipeline(t: Test, engine: EngineProcess, receiver: RtpReceiver, processing: unknown[]): Promise<{ id: string; srtPort: number }> {
+async function runningPipeline(engine: EngineProcess, receiver: RtpReceiver, processing: unknown[]): Promise<{ id: string; srtPort: number }> {
   const srtPort = await freeUdpPort();
   const { id } = await createPipeline(engine, { name: 'live change', srtPort, processing, outPort: receiver.port });
   await waitForPipeline(engine, id, isRunning, 'the child to run');
@@ -69,7 +69,7 @@ void t.test('EQ gain at the tone +6 dB while playing: level +6.0 ±0.1 dB, no RT
   t.teardown(() => receiver.close());
   const frequency = 1000;
   const amplitude = 0.25;
-  const { id, srtPort } = await runningPipeline(t, engine, receiver, [
+  const { id, srtPort } = await runningPipeline(engine, receiver, [
     { plugin: 'loudness-normalize', target: -23 },
     { plugin: 'eq', bands: [{ freq: frequency, gain: -3, q: 1 }, { freq: 8000, gain: 0, q: 1 }] },
   ]);
@@ -129,7 +129,7 @@ void t.test('loudness target -23 -> -16 while playing: the output reaches -16 ±
   explainFailure(t, engine);
   const receiver = await RtpReceiver.open(0, { receiveBufferBytes: RECEIVE_BUFFER });
   t.teardown(() => receiver.close());
-  const { id, srtPort } = await runningPipeline(t, engine, receiver, [{ plugin: 'loudness-normalize', target: -23 }]);
+  const { id, srtPort } = await runningPipeline(engine, receiver, [{ plugin: 'loudness-normalize', target: -23 }]);
   const sender = sendSine({ port: srtPort, amplitude: 0.1, frequency: 1000, seconds: 40, codec: 'aac' });
   t.teardown(() => sender.stop());
   t.ok(await receiver.waitForPackets(12_000, 25_000), 'audio arrives');
