@@ -8,7 +8,8 @@
  * - `restart`: anything the graph is built from changed (input, output, steps added, removed or
  *   reordered); the child starts again with the new argv.
  */
-import type { PipelineSpec, ProcessingStep } from '../spec/schema.js';
+import type { ProcessingStep } from '../spec/schema.js';
+import type { CompilableSpec } from './compile.js';
 import { ELEMENTS, formatValue } from './elements.js';
 
 /** One property of one step, set in the running child (supervisor/control-channel.ts). */
@@ -52,7 +53,7 @@ function stepAssignments(prev: ProcessingStep, next: ProcessingStep, index: numb
   return out;
 }
 
-export function planUpdate(prev: PipelineSpec, next: PipelineSpec): UpdatePlan {
+export function planUpdate(prev: CompilableSpec, next: CompilableSpec): UpdatePlan {
   const reasons: string[] = [];
   if (!sameObject(prev.input, next.input)) reasons.push('input');
   if (!sameObject(prev.output, next.output)) reasons.push('output');

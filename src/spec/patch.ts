@@ -15,7 +15,7 @@
 import { Type } from '@sinclair/typebox';
 import { ValidationError } from '../errors.js';
 import { EqBand, PipelineSpec, PLUGINS, type PipelineSpec as Spec } from './schema.js';
-import { parsePipelineSpec, type PathStyle } from './validate.js';
+import { compileValidator, parsePipelineSpec, type PathStyle } from './validate.js';
 
 type Json = Record<string, unknown>;
 
@@ -68,6 +68,22 @@ export function applyPipelinePatch(current: Spec, patch: unknown, style: PathSty
     merged.processing = processing === null ? [] : mergeProcessing(current.processing, processing, style);
   }
   return parsePipelineSpec(merged, style);
+}
+
+const processingOnly = compileValidator(Type.Object({ processing: PipelineSpec.properties.processing }, { additionalProperties: false }));
+
+/**
+ * The processing a station's change (PATCH /api/stations/{id}: `{"processing": [...]}`) makes of
+ * `current`, merged by the same rule as a pipeline's and validated as the create schema does.
+ */
+export function applyProcessingPatch(current: Spec['processing'], patch: unknown, style: PathStyle): Spec['processing'] {
+  if (!isObject(patch)) throw new ValidationError(`${style.root === '' ? '(root)' : style.root} must be an object`);
+  for (const key of Object.keys(patch)) {
+    if (key !== 'processing') throw new ValidationError(`${at(style, [key])} is not a known field (a station change names processing only)`, [key]);
+  }
+  if (patch.processing === undefined) throw new ValidationError(`${at(style, ['processing'])} is required`, ['processing']);
+  const merged = patch.processing === null ? [] : mergeProcessing(current, patch.processing, style);
+  return processingOnly.parse({ processing: merged }, style).processing;
 }
 
 /** The shape of a patch, for the OpenAPI document (the validation is `applyPipelinePatch`). */
