@@ -45,8 +45,8 @@ function mergeProcessing(current: Spec['processing'], patch: unknown, style: Pat
   return patch.map((item: unknown, index) => {
     const existing = current[index];
     if (!isObject(item) || existing === undefined) return item;
-    if (item.plugin !== undefined && item.plugin !== existing.plugin) return item;
     if (item.plugin === null) throw new ValidationError(`${at(style, ['processing', index, 'plugin'])} cannot be removed`, ['processing', index, 'plugin']);
+    if (item.plugin !== undefined && item.plugin !== existing.plugin) return item;
     return mergePatch(existing, item);
   });
 }
