@@ -194,6 +194,8 @@ export class PipelineRegistry {
 
   /** Ends the child, then forgets the record. Resolves once the child is gone. */
   async delete(id: string): Promise<void> {
+    this.require(id);
+    await this.updating.get(id)?.catch(() => undefined); // a change in progress ends first
     const pipeline = this.require(id);
     await pipeline.supervisor.stop();
     await this.options.store.remove(id);
