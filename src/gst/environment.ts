@@ -11,7 +11,7 @@ import { runCommand } from '../supervisor/child.js';
 export const REQUIRED_ELEMENTS = [
   'srtsrc', 'decodebin', 'audioconvert', 'audioresample', 'queue', 'rtpL24pay', 'udpsink',
 ] as const;
-export const OWN_ELEMENTS = ['loudnorm', 'parametriceq', 'pipelinestats', 'rtpbatch', 'srtaccess'] as const;
+export const OWN_ELEMENTS = ['loudnorm', 'parametriceq', 'pipelinestats', 'rtpbatch', 'srtaccess', 'enginecontrol'] as const;
 
 /** The repository (or installed package) root: the folder holding our package.json. */
 export function packageRoot(): string {
