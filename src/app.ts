@@ -29,6 +29,7 @@ import { buildDashboardServer } from './stations/dashboard.js';
 import { findPortHolder, probeTcpPort } from './stations/port-holder.js';
 import { harborPort } from './stations/station.js';
 import { Stations } from './stations/stations.js';
+import { StationValuesStore } from './store/station-values.js';
 import { launchChild, runCommand } from './supervisor/child.js';
 import { reapLeftovers } from './supervisor/reap.js';
 import { PipelineRegistry } from './supervisor/registry.js';
@@ -174,6 +175,7 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
     harborHost: '0.0.0.0',
     sourceWaitMs: 5000,
     capacity,
+    values: new StationValuesStore(config.stateDir),
   });
   const health = new EngineHealth(VERSION, startedAt, () => checkGstreamer(gst), Date.now, () => pipelines.damaged(), () => capacity.overload());
   const metrics = createMetrics({ entries: () => [...pipelines.entries(), ...stations.entries()] }, VERSION, capacity, () => pipelines.damaged().length);

@@ -9,6 +9,7 @@ export const GrpcCode = {
   NOT_FOUND: 5,
   ALREADY_EXISTS: 6,
   RESOURCE_EXHAUSTED: 8,
+  FAILED_PRECONDITION: 9,
   INTERNAL: 13,
   UNAVAILABLE: 14,
   UNAUTHENTICATED: 16,
@@ -30,6 +31,8 @@ export const errorTable = {
   INSUFFICIENT_STORAGE: { http: 507, grpc: GrpcCode.RESOURCE_EXHAUSTED },
   /** Any other failure to write a record durably (read-only file system, permissions, I/O error). */
   STORAGE_FAILED: { http: 500, grpc: GrpcCode.INTERNAL },
+  VERSION_MISMATCH: { http: 412, grpc: GrpcCode.FAILED_PRECONDITION },
+  CHANGE_REFUSED: { http: 500, grpc: GrpcCode.INTERNAL },
 } as const satisfies Record<string, { http: number; grpc: GrpcCode }>;
 
 export type ErrorCode = keyof typeof errorTable;
@@ -111,6 +114,20 @@ export class StorageError extends EngineError {
   constructor(errno: string, message: string) {
     super(errno === 'ENOSPC' || errno === 'EDQUOT' ? 'INSUFFICIENT_STORAGE' : 'STORAGE_FAILED', message);
     this.errno = errno;
+  }
+}
+
+/** A change made against another version of the pipeline than the current one (If-Match). */
+export class VersionMismatchError extends EngineError {
+  constructor(message: string) {
+    super('VERSION_MISMATCH', message);
+  }
+}
+
+/** A running child refused a validated change (a bug between engine and element: nothing changed). */
+export class ChangeRefusedError extends EngineError {
+  constructor(message: string) {
+    super('CHANGE_REFUSED', message);
   }
 }
 

@@ -7,6 +7,7 @@
  *   srtaccess     sets srtsrc's passphrase from a descriptor; reports refused callers
  *   clockbridge   crosses from the sender's clock to the pipeline clock (adaptive resampler)
  *   chaindecode   decodebin behind one src pad that follows new chains (chained Ogg)
+ *   enginecontrol sets sibling elements' properties from commands on a descriptor
  */
 #include <gst/gst.h>
 
@@ -17,6 +18,7 @@ GST_ELEMENT_REGISTER_DECLARE (rtpbatch);
 GST_ELEMENT_REGISTER_DECLARE (srtaccess);
 GST_ELEMENT_REGISTER_DECLARE (clockbridge);
 GST_ELEMENT_REGISTER_DECLARE (chaindecode);
+GST_ELEMENT_REGISTER_DECLARE (enginecontrol);
 
 static gboolean
 plugin_init (GstPlugin * plugin)
@@ -30,6 +32,7 @@ plugin_init (GstPlugin * plugin)
   ok |= GST_ELEMENT_REGISTER (srtaccess, plugin);
   ok |= GST_ELEMENT_REGISTER (clockbridge, plugin);
   ok |= GST_ELEMENT_REGISTER (chaindecode, plugin);
+  ok |= GST_ELEMENT_REGISTER (enginecontrol, plugin);
   return ok;
 }
 

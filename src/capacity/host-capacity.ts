@@ -145,6 +145,26 @@ export class HostCapacity {
     this.leases.set(id, { id, shape: cost.shape, processing, child: undefined, prev: undefined, window: [], fresh: 0 });
   }
 
+  /**
+   * A change that restarts an admitted pipeline with another graph: admitted at the new shape's
+   * cost in place of its old one, or CapacityError with the old admission kept (nothing changes).
+   */
+  readmit(id: string, processing: readonly ProcessingStep[]): void {
+    const old = this.leases.get(id);
+    if (old === undefined) return this.admit(id, processing);
+    if (this.book.cost(processing).shape === old.shape) return undefined;
+    this.leases.delete(id);
+    try {
+      this.admit(id, processing);
+    } catch (error) {
+      this.leases.set(id, old);
+      throw error;
+    }
+    const lease = this.leases.get(id);
+    if (lease !== undefined) lease.child = old.child;
+    return undefined;
+  }
+
   /** Admits the pipeline when it fits (true), quietly (a waiting pipeline is tried again and again). */
   tryAdmit(id: string, processing: readonly ProcessingStep[]): boolean {
     if (this.leases.has(id)) return true;

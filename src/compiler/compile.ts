@@ -9,6 +9,7 @@
  *     ! rtpbatch (media-clock RTP timestamps) ! udpsink (qos-dscp)
  *   pipelinestats (unlinked: reads the counters of src, pay and out every interval)
  *   srtaccess (unlinked, SRT input only: the passphrase from fd 3 onto src; refused callers)
+ *   enginecontrol (unlinked: the control channel on fd 4, live changes of the steps' parameters)
  *
  * The processing caps carry the output's channel count (1-8); the output options (encoding,
  * ptime, payload type, DSCP) are described in docs/aes67.md.
@@ -194,6 +195,18 @@ export function payloader(output: PipelineSpec['output']): string[] {
   }
 }
 
+/**
+ * The descriptor of the child's control channel: a socket the engine keeps open for the child's
+ * life and writes property commands to (supervisor/control-channel.ts). After PASSPHRASE_FD,
+ * which is closed when the pipeline has no passphrase.
+ */
+export const CONTROL_FD = 4;
+
+/** The control element, unlinked: sets the steps' (`stepN`) parameters while playing. */
+function compileControl(): string[] {
+  return element('enginecontrol', { name: 'control', fd: CONTROL_FD });
+}
+
 export function compilePipeline(spec: CompilableSpec, options: CompileOptions): string[] {
   const link = '!';
   const interval = options.statsIntervalMs * MS;
@@ -235,7 +248,7 @@ export function compilePipeline(spec: CompilableSpec, options: CompileOptions): 
   const chain = stages.flatMap((tokens, i) => (i === 0 ? tokens : [link, ...tokens]));
   // The jitter buffer's state comes from the bridge's own message, not from pipelinestats.
   const stats = element('pipelinestats', { name: 'stats', interval, source: 'src', buffer: '', payloader: 'pay', sink: 'out' });
-  return [...GST_LAUNCH_OPTIONS, ...chain, ...stats, ...compileAccess(spec.input)];
+  return [...GST_LAUNCH_OPTIONS, ...chain, ...stats, ...compileAccess(spec.input), ...compileControl()];
 }
 
 /** What a compiled argv tells the statistics before its child reports anything. */

@@ -85,5 +85,6 @@ export function pipelineToProto(view: PipelineView, sdp: string, warnings: strin
     warnings,
     input_state: view.input_state,
     clock: opt(view.clock),
+    version: view.version,
   };
 }

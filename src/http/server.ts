@@ -11,6 +11,7 @@ import type { PipelineRegistry } from '../supervisor/registry.js';
 import { installAuth } from './auth.js';
 import { installErrorHandling } from './errors.js';
 import { aes67Routes } from './routes/aes67.js';
+import { installOpenApi } from './openapi.js';
 import { healthRoutes } from './routes/health.js';
 import { metricsRoutes } from './routes/metrics.js';
 import { pipelineRoutes } from './routes/pipelines.js';
@@ -55,6 +56,7 @@ export function createHttpServer(log: Logger, component: string, keys: KeyRing |
 
 export async function buildRestServer(deps: RestDeps): Promise<FastifyInstance> {
   const app = createHttpServer(deps.log, 'rest', deps.keys).withTypeProvider<TypeBoxTypeProvider>();
+  await installOpenApi(app); // before the routes: it collects them as they are added
   await app.register(healthRoutes(deps.health, deps.ptp));
   await app.register(pipelineRoutes(deps.pipelines, (view) => ({ ...view, sdp: deps.aes67.sdp(view) })));
   await app.register(aes67Routes(deps.pipelines, deps.aes67));

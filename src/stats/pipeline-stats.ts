@@ -159,6 +159,7 @@ export class PipelineStats {
         this.count(event);
         break;
       case 'srtaccess': // logged by the supervisor (stats/srt-callers.ts), no state here
+      case 'enginecontrol': // answers the supervisor's control channel (supervisor/control-channel.ts)
         break;
       default: {
         const unknown: never = event;

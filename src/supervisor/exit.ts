@@ -25,7 +25,9 @@ export type SupervisorKill =
   /** gst-launch reported that the pipeline would not preroll and did not exit (1.22 hangs there). */
   | { cause: 'preroll-hang' }
   /** A running child sent no statistics for too long. */
-  | { cause: 'stalled'; silentMs: number };
+  | { cause: 'stalled'; silentMs: number }
+  /** The child did not answer a control command (it could apply it later, unstored). */
+  | { cause: 'control-timeout' };
 
 export interface ExitFacts {
   exitCode: number | undefined;
@@ -80,6 +82,8 @@ function describeKill(kill: SupervisorKill): string {
       return 'the pipeline would not preroll and the child did not exit: killed and restarted';
     case 'stalled':
       return `stalled: no statistics from the child for ${(kill.silentMs / 1000).toFixed(1)} s`;
+    case 'control-timeout':
+      return 'did not answer a control command: killed and restarted with the stored values';
     default: {
       const unknown: never = kill;
       throw new Error(`unknown kill ${JSON.stringify(unknown)}`);

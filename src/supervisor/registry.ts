@@ -15,8 +15,12 @@
 import path from 'node:path';
 import type { Logger } from 'pino';
 import type { HostCapacity, PipelineCapacity } from '../capacity/host-capacity.js';
-import { compilePipeline, compileSecrets, type CompileOptions } from '../compiler/compile.js';
-import { LimitError, NotFoundError, PortInUseError, StorageError } from '../errors.js';
+import { compilePipeline, compileSecrets, CONTROL_FD, type CompileOptions } from '../compiler/compile.js';
+import { planUpdate } from '../compiler/update.js';
+import { ChangeRefusedError, LimitError, NotFoundError, PortInUseError, StorageError, UnavailableError, VersionMismatchError } from '../errors.js';
+import { applyPipelinePatch } from '../spec/patch.js';
+import type { PathStyle } from '../spec/validate.js';
+import { ControlFailure } from './control-channel.js';
 import type { PortProbe } from '../net/udp-port.js';
 import { redactInput, type SrtInputView } from '../spec/redact.js';
 import type { PipelineSpec } from '../spec/schema.js';
@@ -47,6 +51,8 @@ export interface PipelineView extends Omit<RuntimeInfo, 'state'>, InputReport, P
   priority: PipelineSpec['priority'];
   /** The clock bridge: drift, jitter buffer, latency; null before the child's first report. */
   clock: ClockReport | null;
+  /** 1 at creation, +1 with every change: the ETag, and what If-Match compares. */
+  version: number;
 }
 
 /** A stored record that could not be read and was set aside (renamed), with the reason. */
@@ -54,6 +60,14 @@ export interface DamagedRecord {
   /** File name, in <state_dir>/pipelines. */
   file: string;
   reason: string;
+}
+
+/** How a change reached the pipeline (docs/api.md): see PipelineRegistry.update. */
+export type Applied = 'live' | 'restart' | 'next-start';
+
+export interface UpdateResult {
+  pipeline: PipelineView;
+  applied: Applied;
 }
 
 export interface Pipeline {
@@ -73,7 +87,7 @@ export interface RegistryOptions {
   log: Logger;
   now: () => Date;
   /** Admission control (capacity/): every start is admitted at its shape's full cost. */
-  capacity?: Pick<HostCapacity, 'admit' | 'tryAdmit' | 'attach' | 'release' | 'pipeline' | 'niceIncrement'>;
+  capacity?: Pick<HostCapacity, 'admit' | 'readmit' | 'tryAdmit' | 'attach' | 'release' | 'pipeline' | 'niceIncrement'>;
 }
 
 export class PipelineRegistry {
@@ -91,6 +105,8 @@ export class PipelineRegistry {
   private waitingTimer: NodeJS.Timeout | undefined;
   /** Records set aside at load (damaged), for health and metrics. */
   private damagedRecords: DamagedRecord[] = [];
+  /** The change in progress per pipeline: changes of one pipeline run one after the other. */
+  private readonly updating = new Map<string, Promise<unknown>>();
 
   constructor(private readonly options: RegistryOptions) {}
 
@@ -195,8 +211,80 @@ export class PipelineRegistry {
     return this.pipelines.size;
   }
 
+  /**
+   * Changes a pipeline (a merge patch, spec/patch.ts), one change per pipeline at a time.
+   * `expectedVersion` (If-Match): refused with VersionMismatchError unless it is the current one.
+   * Parameters of existing steps go into the running child through its control channel and the
+   * answer waits for its acknowledgement ('live'); input, output or the list of steps restart the
+   * child ('restart'); with no child running the next start takes them ('next-start'). The new
+   * record is written durably before this resolves; when the child does not confirm a live
+   * change, nothing is written and nothing changes (UnavailableError).
+   */
+  update(id: string, patch: unknown, style: PathStyle, expectedVersion?: number): Promise<UpdateResult> {
+    const previous = this.updating.get(id) ?? Promise.resolve();
+    const run = previous.catch(() => undefined).then(() => this.updateNow(id, patch, style, expectedVersion));
+    this.updating.set(id, run);
+    const cleanup = (): void => {
+      if (this.updating.get(id) === run) this.updating.delete(id);
+    };
+    run.then(cleanup, cleanup);
+    return run;
+  }
+
+  private async updateNow(id: string, patch: unknown, style: PathStyle, expectedVersion: number | undefined): Promise<UpdateResult> {
+    if (this.closing) throw new UnavailableError('the engine is shutting down');
+    const pipeline = this.require(id);
+    const { record, supervisor } = pipeline;
+    const version = record.version ?? 1;
+    if (expectedVersion !== undefined && expectedVersion !== version) {
+      throw new VersionMismatchError(`pipeline ${id} is at version ${version}, not ${expectedVersion}; read it again and retry`);
+    }
+    const spec = applyPipelinePatch(record.spec, patch, style);
+    const plan = planUpdate(record.spec, spec);
+    const next: PipelineRecord = { ...record, spec, version: version + 1 };
+    const args = compilePipeline(spec, this.options.compile);
+    const secrets = compileSecrets(spec);
+    if (plan.kind === 'restart') {
+      if (spec.input.port !== record.spec.input.port) await this.checkNewPort(spec.input.port, id);
+      // Held (the engine is starting, or the host had no room yet): the new values wait for its start.
+      const held = supervisor.snapshot().state === 'pending';
+      if (!held) this.options.capacity?.readmit(id, spec.processing); // refused: nothing changes
+      await this.options.store.put(next);
+      pipeline.record = next;
+      supervisor.reconfigure(args, secrets);
+      if (held) {
+        this.options.log.info({ event: 'updated', pipeline_id: id, applied: 'next-start', version: next.version }, `pipeline ${id} changed: its child is not started yet`);
+        return { pipeline: this.view(pipeline), applied: 'next-start' };
+      }
+      this.options.log.info({ event: 'updated', pipeline_id: id, applied: 'restart', because: plan.reasons, version: next.version }, `pipeline ${id} changed (${plan.reasons.join(', ')}): restarting its child`);
+      await supervisor.restart();
+      return { pipeline: this.view(pipeline), applied: 'restart' };
+    }
+    let applied: Applied = 'live';
+    if (plan.assignments.length > 0) {
+      try {
+        applied = await supervisor.applyLive(plan.assignments);
+      } catch (error) {
+        if (!(error instanceof ControlFailure)) throw error;
+        this.options.log.warn({ event: 'update-failed', pipeline_id: id, reason: error.reason }, `pipeline ${id}: change not applied: ${error.message}`);
+        if (error.reason === 'refused') throw new ChangeRefusedError(`pipeline ${id}: ${error.message}; nothing changed`);
+        throw new UnavailableError(`pipeline ${id}: ${error.message}; nothing changed`);
+      }
+    }
+    supervisor.reconfigure(args, secrets);
+    await this.options.store.put(next);
+    pipeline.record = next;
+    this.options.log.info(
+      { event: 'updated', pipeline_id: id, applied, properties: plan.assignments.map((a) => `${a.element}.${a.property}`), version: next.version },
+      `pipeline ${id} changed (${applied})`,
+    );
+    return { pipeline: this.view(pipeline), applied };
+  }
+
   /** Ends the child, then forgets the record. Resolves once the child is gone. */
   async delete(id: string): Promise<void> {
+    this.require(id);
+    await this.updating.get(id)?.catch(() => undefined); // a change in progress ends first
     const pipeline = this.require(id);
     await pipeline.supervisor.stop();
     await this.options.store.remove(id);
@@ -225,11 +313,19 @@ export class PipelineRegistry {
     return pipeline;
   }
 
-  private checkPortAmongOwn(port: number): void {
+  /** A changed input port: free among ours and on the host (the pipeline's own old port aside). */
+  private async checkNewPort(port: number, self: string): Promise<void> {
+    this.checkPortAmongOwn(port, self);
+    if ((await this.options.probePort(port)) !== 'free') {
+      throw new PortInUseError(port, `input.port ${port} is already in use by another process`);
+    }
+  }
+
+  private checkPortAmongOwn(port: number, self?: string): void {
     const reserved = this.options.reservedPorts.get(port);
     if (reserved !== undefined) throw new PortInUseError(port, `input.port ${port} is already in use by ${reserved}`);
     for (const { record } of this.pipelines.values()) {
-      if (record.spec.input.port === port) {
+      if (record.id !== self && record.spec.input.port === port) {
         throw new PortInUseError(port, `input.port ${port} is already in use by pipeline ${record.id}`);
       }
     }
@@ -245,6 +341,7 @@ export class PipelineRegistry {
     const supervisor = new PipelineSupervisor(record.id, args, this.options.supervisorDeps, {
       extraInput: compileSecrets(record.spec),
       niceIncrement,
+      controlFd: CONTROL_FD,
     });
     const pipeline: Pipeline = { record, supervisor };
     this.pipelines.set(record.id, pipeline);
@@ -292,6 +389,7 @@ export class PipelineRegistry {
       processing: record.spec.processing,
       output: record.spec.output,
       priority: record.spec.priority,
+      version: record.version ?? 1,
       ...runtime,
       ...(this.waiting.has(record.id) ? { state: WAITING_FOR_CAPACITY } : {}),
       ...supervisor.stats.report(this.options.now().getTime()),

@@ -32,6 +32,9 @@ function deps(overrides: Partial<EngineServiceDeps['pipelines']> = {}): EngineSe
         throw new NotFoundError(`pipeline ${id} not found`);
       },
       delete: async () => undefined,
+      update: async () => {
+        throw new Error('not used here');
+      },
       entries: () => none.values(),
       size: 0,
       ...overrides,

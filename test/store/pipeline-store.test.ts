@@ -93,3 +93,21 @@ void t.test('a record that is not JSON is reported without quoting its text', as
   t.equal(damaged.length, 1);
   t.equal(damaged[0]?.reason, 'not valid JSON');
 });
+
+void t.test('a record\'s version comes back; records without one are version 1 (read as absent); a bad one is damaged', async (t) => {
+  const dir = t.testdir();
+  const store = new PipelineStore(dir);
+  await store.open();
+  const changed = { ...record(1, '2026-11-21T10:00:00.000Z'), version: 7 };
+  const plain = record(2, '2026-11-21T11:00:00.000Z');
+  await store.put(changed);
+  await store.put(plain);
+  const bad = record(3, '2026-11-21T12:00:00.000Z');
+  await store.put(bad);
+  const file = path.join(dir, 'pipelines', `${bad.id}.json`);
+  writeFileSync(file, readFileSync(file, 'utf8').replace('"seq": 3', '"seq": 3, "version": 0'));
+  const { records, damaged } = await new PipelineStore(dir).open();
+  t.same(records.map((r) => r.version), [7, undefined]);
+  t.equal(damaged.length, 1);
+  t.match(damaged[0]?.reason, 'version is not a positive integer');
+});
