@@ -99,6 +99,7 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
   };
   const compile = {
     statsIntervalMs: config.engine.metrics_interval_ms,
+    meterIntervalMs: config.dashboard.meter_interval_ms,
     packetsPerSend: config.engine.rtp_packets_per_send,
   };
   const pipelines = new PipelineRegistry({
@@ -124,7 +125,7 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
   const health = new EngineHealth(VERSION, startedAt, () => checkGstreamer(gst));
   const metrics = createMetrics({ entries: () => [...pipelines.entries(), ...stations.entries()] }, VERSION);
   const rest = await buildRestServer({ log, keys, health, pipelines, metrics });
-  const dashboard = await buildDashboardServer({ log, keys, health, stations });
+  const dashboard = await buildDashboardServer({ log, keys, health, stations, pipelines, page: config.dashboard });
   const grpc = buildGrpcServer({
     bind: config.server.bind,
     log: log.child({ component: 'grpc' }),
