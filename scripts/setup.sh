@@ -16,9 +16,10 @@ RUNTIME_PACKAGES=(
 )
 # prometheus: promtool checks our metrics; systemd: systemd-analyze checks the unit; systemd-container:
 # systemd-nspawn boots a real systemd for the unit test; darkice, ezstream, ices2, liquidsoap,
-# vorbis-tools: real Icecast source clients; linuxptp: ptp4l/pmc for the PTP tests; srt-tools:
+# vorbis-tools: real Icecast source clients; linuxptp: ptp4l/pmc for the PTP tests; chromium: the
+# dashboard page's browser tests (driven by playwright-core, nothing downloaded); srt-tools:
 # srt-live-transmit as a second SRT implementation.
-TEST_PACKAGES=(ffmpeg iproute2 time prometheus systemd systemd-container darkice ezstream ices2 liquidsoap vorbis-tools linuxptp srt-tools)
+TEST_PACKAGES=(ffmpeg iproute2 time prometheus systemd systemd-container darkice ezstream ices2 liquidsoap vorbis-tools linuxptp srt-tools chromium)
 
 packages=("${RUNTIME_PACKAGES[@]}")
 [ "$want_test" = 1 ] && packages+=("${TEST_PACKAGES[@]}")

@@ -102,7 +102,6 @@ function Controls({ tile, onEdit, editing }) {
         <button type="button" onClick=${() => run('Restart', 'POST', `${station}/restart`)}>Restart</button>`}
       <button type="button" aria-expanded=${editing} onClick=${onEdit}>${editing ? 'Close settings' : 'Settings'}</button>
       ${tile.kind === 'pipeline' && html`
-        <button type="button" onClick=${() => run('Reset integrated loudness', 'POST', `/api/v1/pipelines/${tile.id}/loudness/reset`)}>Reset I</button>
         ${confirming
           ? html`<button type="button" class="danger" onClick=${() => { setConfirming(false); void run('Delete', 'DELETE', `/api/v1/pipelines/${tile.id}`); }}>Confirm delete</button>
                  <button type="button" onClick=${() => setConfirming(false)}>Keep</button>`
