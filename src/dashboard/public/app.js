@@ -126,7 +126,7 @@ function Dashboard() {
     <header class="top">
       <h1>audio-engine <small>${state.hello?.version ?? ''}</small></h1>
       <span class=${`badge conn-${connection}`} role="status" data-testid="connection">
-        ${connection === 'live' ? '● live' : connection === 'lost' ? '✖ connection lost, retrying' : connection === 'stalled' ? '⏸ no data' : '◐ connecting'}
+        ${connection === 'live' ? '● live' : connection === 'lost' ? '✖ connection lost, retrying' : connection === 'stalled' ? '‖ no data' : '◐ connecting'}
       </span>
       <span class="counts">${pipelines} pipeline(s), ${stations} station(s)</span>
       ${session.key !== '' && html`<button type="button" class="small" onClick=${() => logout(null)}>Sign out</button>`}

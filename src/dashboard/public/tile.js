@@ -115,7 +115,9 @@ export function Tile({ tile, frameAge, silenceAlertS, series, version, now }) {
   const [editing, setEditing] = useState(false);
   const v = tile.view;
   const running = v.state === 'running';
-  const statsAge = tile.stats_age_ms === null ? null : tile.stats_age_ms + frameAge;
+  // A new child has sent nothing yet: its age counts from when it entered its state.
+  const sinceState = typeof v.state_since === 'string' ? now - Date.parse(v.state_since) : null;
+  const statsAge = tile.stats_age_ms === null ? sinceState : tile.stats_age_ms + frameAge;
   const stale = frameAge > STALE_MS || (running && (statsAge === null || statsAge > STALE_MS));
   const meterStale = stale || (tile.loudness !== null && tile.loudness.age_ms + frameAge > STALE_MS);
   const silent = running && typeof v.silence_seconds === 'number' && v.silence_seconds >= silenceAlertS;
@@ -128,7 +130,7 @@ export function Tile({ tile, frameAge, silenceAlertS, series, version, now }) {
       <${StateBadge} view=${v} now=${now} />
     </header>
     ${title !== null && html`<p class="now-playing">♪ ${title}</p>`}
-    ${stale && html`<p class="flag stale-flag" role="status" data-testid="stale">⏸ STALE: no update for ${Math.round((statsAge ?? frameAge) / 1000)} s</p>`}
+    ${stale && html`<p class="flag stale-flag" role="status" data-testid="stale">‖ STALE: no update for ${Math.round((statsAge ?? frameAge) / 1000)} s</p>`}
     ${silent && html`<p class="flag silence-flag" role="status" data-testid="silence">◌ ${v.input_state === 'waiting' ? 'NO INPUT' : 'SILENCE'} ${Math.round(v.silence_seconds)} s</p>`}
     <${Why} view=${v} />
     <${InputLine} tile=${tile} />
