@@ -22,6 +22,7 @@ import { buildDashboardServer } from './stations/dashboard.js';
 import { findPortHolder, probeTcpPort } from './stations/port-holder.js';
 import { harborPort } from './stations/station.js';
 import { Stations } from './stations/stations.js';
+import { StationValuesStore } from './store/station-values.js';
 import { launchChild, runCommand } from './supervisor/child.js';
 import { reapLeftovers } from './supervisor/reap.js';
 import { PipelineRegistry } from './supervisor/registry.js';
@@ -121,6 +122,7 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
     now: Date.now,
     harborHost: '0.0.0.0',
     sourceWaitMs: 5000,
+    values: new StationValuesStore(config.stateDir),
   });
   const health = new EngineHealth(VERSION, startedAt, () => checkGstreamer(gst));
   const metrics = createMetrics({ entries: () => [...pipelines.entries(), ...stations.entries()] }, VERSION);

@@ -9,6 +9,7 @@ export const GrpcCode = {
   NOT_FOUND: 5,
   ALREADY_EXISTS: 6,
   RESOURCE_EXHAUSTED: 8,
+  FAILED_PRECONDITION: 9,
   INTERNAL: 13,
   UNAVAILABLE: 14,
   UNAUTHENTICATED: 16,
@@ -22,6 +23,8 @@ export const errorTable = {
   PORT_IN_USE: { http: 409, grpc: GrpcCode.ALREADY_EXISTS },
   PIPELINE_LIMIT_REACHED: { http: 429, grpc: GrpcCode.RESOURCE_EXHAUSTED },
   ENGINE_UNAVAILABLE: { http: 503, grpc: GrpcCode.UNAVAILABLE },
+  VERSION_MISMATCH: { http: 412, grpc: GrpcCode.FAILED_PRECONDITION },
+  CHANGE_REFUSED: { http: 500, grpc: GrpcCode.INTERNAL },
 } as const satisfies Record<string, { http: number; grpc: GrpcCode }>;
 
 export type ErrorCode = keyof typeof errorTable;
@@ -79,6 +82,20 @@ export class UnauthorizedError extends EngineError {
 export class UnavailableError extends EngineError {
   constructor(message: string) {
     super('ENGINE_UNAVAILABLE', message);
+  }
+}
+
+/** A change made against another version of the pipeline than the current one (If-Match). */
+export class VersionMismatchError extends EngineError {
+  constructor(message: string) {
+    super('VERSION_MISMATCH', message);
+  }
+}
+
+/** A running child refused a validated change (a bug between engine and element: nothing changed). */
+export class ChangeRefusedError extends EngineError {
+  constructor(message: string) {
+    super('CHANGE_REFUSED', message);
   }
 }
 

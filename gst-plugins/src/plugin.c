@@ -5,6 +5,7 @@
  *   pipelinestats reads its sibling elements' counters and posts them as one message
  *   rtpbatch      groups RTP packets into buffer lists: the sink wakes once per list
  *   srtaccess     sets srtsrc's passphrase from a descriptor; reports refused callers
+ *   enginecontrol sets sibling elements' properties from commands on a descriptor
  */
 #include <gst/gst.h>
 
@@ -13,6 +14,7 @@ GST_ELEMENT_REGISTER_DECLARE (parametriceq);
 GST_ELEMENT_REGISTER_DECLARE (pipelinestats);
 GST_ELEMENT_REGISTER_DECLARE (rtpbatch);
 GST_ELEMENT_REGISTER_DECLARE (srtaccess);
+GST_ELEMENT_REGISTER_DECLARE (enginecontrol);
 
 static gboolean
 plugin_init (GstPlugin * plugin)
@@ -24,6 +26,7 @@ plugin_init (GstPlugin * plugin)
   ok |= GST_ELEMENT_REGISTER (pipelinestats, plugin);
   ok |= GST_ELEMENT_REGISTER (rtpbatch, plugin);
   ok |= GST_ELEMENT_REGISTER (srtaccess, plugin);
+  ok |= GST_ELEMENT_REGISTER (enginecontrol, plugin);
   return ok;
 }
 

@@ -8,6 +8,7 @@
  *     [! rtpbatch (packets per send > 1)] ! udpsink
  *   pipelinestats (unlinked: reads the counters of src, buffer, pay and out every interval)
  *   srtaccess (unlinked, SRT input only: the passphrase from fd 3 onto src; refused callers)
+ *   enginecontrol (unlinked: the control channel on fd 4, live changes of the steps' parameters)
  *
  * SRT carries MPEG-TS. tsdemux is written out rather than left to decodebin: decodebin would put a
  * multiqueue (one more thread, woken for every frame) behind its demuxer, and would decode every
@@ -138,6 +139,18 @@ function compileAccess(input: CompilableSpec['input']): string[] {
   });
 }
 
+/**
+ * The descriptor of the child's control channel: a socket the engine keeps open for the child's
+ * life and writes property commands to (supervisor/control-channel.ts). After PASSPHRASE_FD,
+ * which is closed when the pipeline has no passphrase.
+ */
+export const CONTROL_FD = 4;
+
+/** The control element, unlinked: sets the steps' (`stepN`) parameters while playing. */
+function compileControl(): string[] {
+  return element('enginecontrol', { name: 'control', fd: CONTROL_FD });
+}
+
 export function compilePipeline(spec: CompilableSpec, options: CompileOptions): string[] {
   const link = '!';
   const interval = options.statsIntervalMs * MS;
@@ -169,5 +182,5 @@ export function compilePipeline(spec: CompilableSpec, options: CompileOptions): 
   ];
   const chain = stages.flatMap((tokens, i) => (i === 0 ? tokens : [link, ...tokens]));
   const stats = element('pipelinestats', { name: 'stats', interval, source: 'src', buffer: 'buffer', payloader: 'pay', sink: 'out' });
-  return [...GST_LAUNCH_OPTIONS, ...chain, ...stats, ...compileAccess(spec.input)];
+  return [...GST_LAUNCH_OPTIONS, ...chain, ...stats, ...compileAccess(spec.input), ...compileControl()];
 }

@@ -40,6 +40,9 @@ export const ELEMENTS = {
   // Ours (docs/elements-srtaccess.md): sets srtsrc's passphrase from a pipe the engine passes
   // (the secret is never an argv token) and reports callers libsrt refuses.
   srtaccess: { name, source: name, 'passphrase-fd': int(3, 9) },
+  // Ours (docs/elements-enginecontrol.md): reads property commands from the engine's control
+  // socket and sets them on the named steps while playing.
+  enginecontrol: { name, fd: int(4, 4) },
   // Internal input of stations with an Icecast harbor: the engine feeds the source's body to the
   // child's stdin. Never reachable from a REST/gRPC spec (the schema has no such input type).
   fdsrc: { name, fd: int(0, 0), blocksize: int(512, 65536) },

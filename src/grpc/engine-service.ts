@@ -17,17 +17,19 @@ import type {
   MetricsEvent,
   Pipeline,
   PipelineList,
+  UpdatePipelineRequest,
+  UpdatePipelineResponse,
 } from '../gen/svc/v1/engine.js';
 import type { EngineHealth } from '../health.js';
 import { DOTTED, parsePipelineSpec } from '../spec/validate.js';
 import type { PipelineRegistry } from '../supervisor/registry.js';
 import { authorize } from './auth.js';
-import { createRequestToJson } from './from-proto.js';
+import { createRequestToJson, updateRequestToPatch } from './from-proto.js';
 import { MetricsHub } from './metrics-stream.js';
 import { healthToProto, pipelineToProto } from './to-proto.js';
 
 export interface EngineServiceDeps {
-  pipelines: Pick<PipelineRegistry, 'create' | 'list' | 'delete' | 'entries' | 'size'>;
+  pipelines: Pick<PipelineRegistry, 'create' | 'list' | 'delete' | 'update' | 'entries' | 'size'>;
   health: Pick<EngineHealth, 'report'>;
   keys: KeyRing | undefined;
   log: Logger;
@@ -81,6 +83,11 @@ export class EngineGrpcService {
         if (request.id === '') throw new ValidationError('id is required', ['id']);
         await this.deps.pipelines.delete(request.id);
         return {};
+      }),
+      updatePipeline: this.unary('UpdatePipeline', true, async (request: UpdatePipelineRequest): Promise<UpdatePipelineResponse> => {
+        if (request.id === '') throw new ValidationError('id is required', ['id']);
+        const { pipeline, applied } = await this.deps.pipelines.update(request.id, updateRequestToPatch(request), DOTTED, request.if_version);
+        return { pipeline: pipelineToProto(pipeline), applied };
       }),
       streamMetrics: (call) => this.streamMetrics(call),
     };

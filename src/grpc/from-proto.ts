@@ -6,7 +6,7 @@
  * fills its default or reports it as required; repeated `bands` are left out when empty, so an
  * eq step without bands is "required" and a loudness step with bands names the stray field.
  */
-import type { CreatePipelineRequest, EqBand, InputConfig, OutputConfig, ProcessingStep } from '../gen/svc/v1/engine.js';
+import type { CreatePipelineRequest, EqBand, InputConfig, OutputConfig, ProcessingStep, UpdatePipelineRequest } from '../gen/svc/v1/engine.js';
 
 type Json = Record<string, unknown>;
 
@@ -55,5 +55,23 @@ export function createRequestToJson(request: CreatePipelineRequest): Json {
     input: request.input === undefined ? undefined : input(request.input),
     processing: request.processing.map(step),
     output: request.output === undefined ? undefined : output(request.output),
+  });
+}
+
+/** Drops the key when its value is "" (a proto3 string that was not set). */
+function nonEmpty(fields: Json, keys: readonly string[]): Json {
+  return Object.fromEntries(Object.entries(fields).filter(([key, value]) => !(keys.includes(key) && value === '')));
+}
+
+/**
+ * An UpdatePipelineRequest as the REST merge patch (spec/patch.ts) it stands for: the fields
+ * that are set. A step's plugin "" means the step at its index; type and host "" keep theirs.
+ */
+export function updateRequestToPatch(request: UpdatePipelineRequest): Json {
+  return present({
+    name: request.name,
+    input: request.input === undefined ? undefined : nonEmpty(input(request.input), ['type']),
+    processing: request.processing === undefined ? undefined : request.processing.steps.map((s) => nonEmpty(step(s), ['plugin'])),
+    output: request.output === undefined ? undefined : nonEmpty(output(request.output), ['type', 'host']),
   });
 }

@@ -51,5 +51,6 @@ export function pipelineToProto(view: PipelineView): Pipeline {
     exit_signal: opt(view.exit_signal),
     state_since: view.state_since,
     next_retry_at: opt(view.next_retry_at),
+    version: view.version,
   };
 }

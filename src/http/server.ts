@@ -8,6 +8,7 @@ import type { EngineHealth } from '../health.js';
 import type { PipelineRegistry } from '../supervisor/registry.js';
 import { installAuth } from './auth.js';
 import { installErrorHandling } from './errors.js';
+import { installOpenApi } from './openapi.js';
 import { healthRoutes } from './routes/health.js';
 import { metricsRoutes } from './routes/metrics.js';
 import { pipelineRoutes } from './routes/pipelines.js';
@@ -50,6 +51,7 @@ export function createHttpServer(log: Logger, component: string, keys: KeyRing |
 
 export async function buildRestServer(deps: RestDeps): Promise<FastifyInstance> {
   const app = createHttpServer(deps.log, 'rest', deps.keys).withTypeProvider<TypeBoxTypeProvider>();
+  await installOpenApi(app); // before the routes: it collects them as they are added
   await app.register(healthRoutes(deps.health));
   await app.register(pipelineRoutes(deps.pipelines));
   await app.register(metricsRoutes(deps.metrics));

@@ -8,6 +8,8 @@
  *   POST /api/stations/{id}/start           200 station; 409 `port 8101 is already in use...`
  *   POST /api/stations/{id}/restart         200 station (a new child)
  *   POST /api/stations/{id}/stop            200 station (beyond the interface)
+ *   PATCH /api/stations/{id}                200 station + "applied": its processing parameters
+ *                                           (live in the running child, or a restart)
  *   GET  /health                            as on the REST port (open, like there)
  *
  * And the operator's page (src/dashboard/, docs/dashboard.md): `/` and `/ui/*` (open: the page
@@ -47,6 +49,11 @@ export function stationRoutes(stations: Stations): FastifyPluginAsyncTypebox {
     });
     app.post('/api/stations/:id/start', { schema: { params: IdParams } }, async (request) => stations.require(request.params.id).start());
     app.post('/api/stations/:id/restart', { schema: { params: IdParams } }, async (request) => stations.require(request.params.id).restart());
+    app.addContentTypeParser('application/merge-patch+json', { parseAs: 'string' }, app.getDefaultJsonParser('error', 'error'));
+    app.patch('/api/stations/:id', { schema: { params: IdParams } }, async (request) => {
+      const { station, applied } = await stations.require(request.params.id).update(request.body);
+      return { ...station, applied };
+    });
     app.post('/api/stations/:id/stop', { schema: { params: IdParams } }, async (request) => stations.require(request.params.id).stop());
   };
 }

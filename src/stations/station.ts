@@ -12,9 +12,15 @@
  */
 import type { Writable } from 'node:stream';
 import type { Logger } from 'pino';
-import { compilePipeline, type CompilableSpec, type CompileOptions } from '../compiler/compile.js';
+import { compilePipeline, CONTROL_FD, type CompilableSpec, type CompileOptions } from '../compiler/compile.js';
+import { planUpdate } from '../compiler/update.js';
 import type { StationConfig } from '../config/schema.js';
-import { PortInUseError } from '../errors.js';
+import { ChangeRefusedError, PortInUseError, UnavailableError } from '../errors.js';
+import { applyProcessingPatch } from '../spec/patch.js';
+import { REST_BODY } from '../spec/validate.js';
+import type { StationValuesStore } from '../store/station-values.js';
+import { ControlFailure } from '../supervisor/control-channel.js';
+import type { Applied } from '../supervisor/registry.js';
 import type { PortProbe } from '../net/udp-port.js';
 import type { InputState } from '../stats/pipeline-stats.js';
 import { SILENCE_REPORT_MS } from '../stats/pipeline-stats.js';
@@ -37,6 +43,8 @@ export interface StationDeps {
   harborHost: string;
   /** How long a connecting source waits for the station's next child. */
   sourceWaitMs: number;
+  /** Where live processing values (PATCH) are kept. */
+  values: StationValuesStore;
 }
 
 /** A station as the dashboard shows it. The password is never part of it. */
@@ -48,7 +56,14 @@ export interface StationView extends RuntimeInfo {
   harbor_port: number;
   /** SRT latency, ms (harbor srt only). */
   latency: number | null;
+  /** The processing the station runs with: config.toml's, or the live values set by PATCH. */
   processing: StationConfig['processing'];
+  /** `config`: config.toml's processing; `state`: live values kept in the state folder. */
+  processing_source: 'config' | 'state';
+  /** config.toml's processing (differs from `processing` when the source is `state`). */
+  config_processing: StationConfig['processing'];
+  /** 1 for the configured values, +1 with every change. */
+  processing_version: number;
   output: StationConfig['output'];
   autostart: boolean;
   /** Whether the engine keeps the station running (start: true; stop: false). */
@@ -74,6 +89,11 @@ export class Station {
   private chain: Promise<unknown> = Promise.resolve();
   /** Child stdins a source has already used: each child takes one source. */
   private readonly usedInputs = new WeakSet<Writable>();
+  /** The processing the station runs with, and where it comes from (see StationView). */
+  private processing: StationConfig['processing'];
+  private processingSource: 'config' | 'state' = 'config';
+  private processingVersion = 1;
+  private valuesLoaded = false;
 
   constructor(
     readonly config: StationConfig,
@@ -82,17 +102,14 @@ export class Station {
     this.id = config.id;
     this.port = harborPort(config.number);
     this.log = deps.log.child({ station_id: config.id, pipeline_id: `station:${config.id}` });
-    const spec: CompilableSpec = {
-      input: config.harbor === 'icecast' ? { type: 'stdin' } : { type: 'srt', port: this.port, latency: config.latency },
-      processing: config.processing,
-      output: config.output,
-    };
-    const args = compilePipeline(spec, deps.compile);
+    this.processing = config.processing;
+    const args = compilePipeline(this.specWith(config.processing), deps.compile);
     this.supervisor = new PipelineSupervisor(`station:${config.id}`, args, deps.supervisorDeps, {
       stdin: config.harbor === 'icecast',
       logFields: { station_id: config.id },
       label: `station ${config.id}`,
       traceInLog: true,
+      controlFd: CONTROL_FD,
     });
     if (config.harbor === 'icecast') {
       this.harbor = new IcecastHarbor({
@@ -103,6 +120,80 @@ export class Station {
         claimInput: () => this.claimInput(),
         now: deps.now,
       });
+    }
+  }
+
+  private specWith(processing: StationConfig['processing']): CompilableSpec {
+    const config = this.config;
+    return {
+      input: config.harbor === 'icecast' ? { type: 'stdin' } : { type: 'srt', port: this.port, latency: config.latency },
+      processing,
+      output: config.output,
+    };
+  }
+
+  /**
+   * Changes the station's processing parameters (`{"processing": [...]}`, merged as a pipeline's
+   * change is): live in the running child when only parameters change, else a restart (or the
+   * next start when the station is stopped). The values are stored before the answer.
+   */
+  update(patch: unknown): Promise<{ station: StationView; applied: Applied }> {
+    return this.serialize(async () => {
+      const processing = applyProcessingPatch(this.processing, patch, REST_BODY);
+      const plan = planUpdate(this.specWith(this.processing), this.specWith(processing));
+      let applied: Applied = plan.kind === 'restart' ? (this.enabled ? 'restart' : 'next-start') : 'live';
+      if (plan.kind === 'live' && plan.assignments.length > 0) {
+        try {
+          applied = await this.supervisor.applyLive(plan.assignments);
+        } catch (error) {
+          if (!(error instanceof ControlFailure)) throw error;
+          if (error.reason === 'refused') throw new ChangeRefusedError(`station ${this.id}: ${error.message}; nothing changed`);
+          throw new UnavailableError(`station ${this.id}: ${error.message}; nothing changed`);
+        }
+      }
+      const version = this.processingVersion + 1;
+      await this.deps.values.put(this.id, {
+        processing,
+        config_processing: this.config.processing,
+        version,
+        updated_at: new Date(this.deps.now()).toISOString(),
+      });
+      this.processing = processing;
+      this.processingSource = 'state';
+      this.processingVersion = version;
+      this.supervisor.reconfigure(compilePipeline(this.specWith(processing), this.deps.compile), undefined);
+      this.supervisor.note(`processing changed (${applied})`);
+      this.log.info({ event: 'station-updated', applied, version }, `station ${this.id}: processing changed (${applied})`);
+      if (applied === 'restart') await this.supervisor.restart();
+      return { station: this.view(), applied };
+    });
+  }
+
+  /** The stored live values, once: used unless config.toml's processing changed since they were set. */
+  private async loadValues(): Promise<void> {
+    if (this.valuesLoaded) return;
+    this.valuesLoaded = true;
+    let stored;
+    try {
+      stored = await this.deps.values.get(this.id);
+    } catch (error) {
+      this.log.error({ event: 'station-values-unreadable', err: error }, `station ${this.id}: stored processing values cannot be read; using config.toml's`);
+      return;
+    }
+    if (stored === undefined) return;
+    if (JSON.stringify(stored.config_processing) !== JSON.stringify(this.config.processing)) {
+      this.log.warn({ event: 'station-values-stale' }, `station ${this.id}: config.toml's processing changed since the live values were set; using config.toml's`);
+      await this.deps.values.remove(this.id);
+      return;
+    }
+    try {
+      const processing = applyProcessingPatch([], { processing: stored.processing }, { root: 'stations', separator: '.' });
+      this.processing = processing;
+      this.processingSource = 'state';
+      this.processingVersion = stored.version;
+      this.supervisor.reconfigure(compilePipeline(this.specWith(processing), this.deps.compile), undefined);
+    } catch (error) {
+      this.log.error({ event: 'station-values-invalid', err: error }, `station ${this.id}: stored processing values are not valid; using config.toml's`);
     }
   }
 
@@ -156,7 +247,10 @@ export class Station {
       harbor: this.config.harbor,
       harbor_port: this.port,
       latency: this.config.harbor === 'srt' ? this.config.latency : null,
-      processing: this.config.processing,
+      processing: this.processing,
+      processing_source: this.processingSource,
+      config_processing: this.config.processing,
+      processing_version: this.processingVersion,
       output: this.config.output,
       autostart: this.config.autostart,
       enabled: this.enabled,
@@ -170,7 +264,11 @@ export class Station {
   }
 
   private serialize<T>(op: () => Promise<T>): Promise<T> {
-    const run = this.chain.then(op, op);
+    const withValues = async (): Promise<T> => {
+      await this.loadValues();
+      return op();
+    };
+    const run = this.chain.then(withValues, withValues);
     this.chain = run.catch(() => undefined);
     return run;
   }
@@ -229,7 +327,7 @@ export class Station {
 
   /** Engine start: start if autostart; a refusal is logged and shown, not fatal. */
   autostart(): Promise<void> {
-    if (!this.config.autostart) return Promise.resolve();
+    if (!this.config.autostart) return this.serialize(async () => undefined); // the stored values only
     return this.serialize(async () => {
       try {
         await this.doStart('autostart');

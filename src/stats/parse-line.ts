@@ -61,7 +61,20 @@ export type SrtAccessEvent =
       passphrase: boolean;
     };
 
-export type StatsEvent = LevelEvent | LoudnessEvent | PipelineStatsEvent | SrtAccessEvent;
+/**
+ * The acknowledgement of one control command, from our `enginecontrol` element
+ * (docs/elements-enginecontrol.md): `id` 0 when the line was too malformed to carry one.
+ */
+export interface ControlAckEvent {
+  kind: 'enginecontrol';
+  element: string;
+  id: number;
+  ok: boolean;
+  /** Why the command was refused (the element's words; absent when ok). */
+  error?: string;
+}
+
+export type StatsEvent = LevelEvent | LoudnessEvent | PipelineStatsEvent | SrtAccessEvent | ControlAckEvent;
 
 const ELEMENT_MESSAGE = /^Got message #\d+ from element "([^"]+)" \(element\): (.*)$/;
 
@@ -139,6 +152,8 @@ export function parseLine(line: string): StatsEvent | undefined {
     }
     case 'srtaccess':
       return srtAccess(element, structure);
+    case 'enginecontrol':
+      return controlAck(element, structure);
     default:
       return undefined;
   }
@@ -155,4 +170,14 @@ function srtAccess(element: string, s: GstStructure): SrtAccessEvent | undefined
   const passphrase = s.fields.get('passphrase');
   if (rejectCode === undefined || typeof reason !== 'string' || typeof passphrase !== 'boolean') return undefined;
   return { kind: 'srtaccess', element, event, ...peer, rejectCode, reason, passphrase };
+}
+
+function controlAck(element: string, s: GstStructure): ControlAckEvent | undefined {
+  const version = num(s, 'version');
+  const id = num(s, 'id');
+  const ok = s.fields.get('ok');
+  const error = s.fields.get('error');
+  if (version !== 1 || id === undefined || !Number.isSafeInteger(id) || typeof ok !== 'boolean') return undefined;
+  if (!ok && typeof error !== 'string') return undefined;
+  return { kind: 'enginecontrol', element, id, ok, ...(ok ? {} : { error: error as string }) };
 }

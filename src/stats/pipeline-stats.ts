@@ -42,6 +42,7 @@ export class PipelineStats {
         this.lastProgressAt = now;
         break;
       case 'srtaccess': // logged by the supervisor (stats/srt-callers.ts), no state here
+      case 'enginecontrol': // answers the supervisor's control channel (supervisor/control-channel.ts)
         break;
       default: {
         const unknown: never = event;

@@ -22,6 +22,8 @@ export interface PipelineRecord {
   seq: number;
   created_at: string;
   spec: PipelineSpec;
+  /** 1 at creation, +1 with every change (the ETag of PATCH); records without it are version 1. */
+  version?: number;
 }
 
 const FORMAT = 1;
@@ -115,12 +117,13 @@ function decode(text: string, entry: string): PipelineRecord {
     throw new Error('not valid JSON');
   }
   if (raw.format !== FORMAT) throw new Error(`unknown format ${JSON.stringify(raw.format)}`);
-  const { id, seq, created_at: createdAt, spec } = raw;
+  const { id, seq, created_at: createdAt, spec, version } = raw;
   if (typeof id !== 'string' || !PIPELINE_ID.test(id) || `${id}.json` !== entry) throw new Error('id does not match the file name');
   if (typeof seq !== 'number' || !Number.isSafeInteger(seq)) throw new Error('seq is not an integer');
   if (typeof createdAt !== 'string' || Number.isNaN(Date.parse(createdAt))) throw new Error('created_at is not a timestamp');
+  if (version !== undefined && (typeof version !== 'number' || !Number.isSafeInteger(version) || version < 1)) throw new Error('version is not a positive integer');
   try {
-    return { id, seq, created_at: createdAt, spec: parsePipelineSpec(spec, { root: 'spec', separator: '.' }) };
+    return { id, seq, created_at: createdAt, spec: parsePipelineSpec(spec, { root: 'spec', separator: '.' }), ...(version === undefined ? {} : { version }) };
   } catch (error) {
     if (error instanceof ValidationError) throw new Error(error.message);
     throw error;

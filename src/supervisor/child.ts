@@ -33,6 +33,12 @@ export interface LaunchOptions {
    * which other processes can read in /proc). Default none.
    */
   extraInput?: readonly Uint8Array[];
+  /**
+   * The descriptor of the child's control channel (a socket the engine keeps open and writes
+   * commands to for the child's whole life; ChildProcess.control), after the extraInput ones.
+   * Descriptors between are closed ('ignore'). Default none.
+   */
+  controlFd?: number;
 }
 
 export interface ChildProcess {
@@ -43,6 +49,8 @@ export interface ChildProcess {
    * is gone: EPIPE) are swallowed here; a writer sees the stream destroyed.
    */
   readonly stdin: Writable | undefined;
+  /** The writable end of the control channel when launched with `controlFd`, else undefined. */
+  readonly control: Writable | undefined;
   /** Sends a signal; false when the process is already gone. */
   signal(signal: NodeJS.Signals): boolean;
 }
@@ -63,13 +71,25 @@ function drain(stream: Readable | null, onLine: (line: string) => void): Promise
   return new Promise((resolve) => lines.once('close', resolve));
 }
 
+type ExtraSlot = 'ignore' | 'pipe' | Uint8Array;
+
+function stdioOf(options: LaunchOptions): ['ignore' | 'pipe', 'pipe', 'pipe', ...ExtraSlot[]] {
+  const extra: ExtraSlot[] = [...(options.extraInput ?? [])];
+  if (options.controlFd !== undefined) {
+    if (options.controlFd < 3 + extra.length) throw new Error(`control descriptor ${options.controlFd} is already taken`);
+    while (3 + extra.length < options.controlFd) extra.push('ignore');
+    extra.push('pipe');
+  }
+  return [options.stdin ?? 'ignore', 'pipe', 'pipe', ...extra];
+}
+
 export function launchChild(options: LaunchOptions): ChildProcess {
   const [file, args] = useSetpriv
     ? [SETPRIV, ['--pdeathsig', 'SIGKILL', '--', options.command, ...options.args]]
     : [options.command, [...options.args]];
   const subprocess: ResultPromise = execa(file, args, {
     reject: false,
-    stdio: [options.stdin ?? 'ignore', 'pipe', 'pipe', ...(options.extraInput ?? [])],
+    stdio: stdioOf(options),
     buffer: false,
     detached: true, // own process group: a Ctrl-C meant for the engine does not reach the child
     // Not execa's cleanup: it hooks SIGTERM and would kill the child before the supervisor can
@@ -91,13 +111,17 @@ export function launchChild(options: LaunchOptions): ChildProcess {
     return { exitCode: result.exitCode, signal: result.signal, spawnError };
   });
   const stdin = options.stdin === 'pipe' ? (subprocess.stdin ?? undefined) : undefined;
-  stdin?.on('error', () => {
-    // EPIPE/ECONNRESET when the child ends while data is written: its exit tells the story.
-  });
+  const control = options.controlFd === undefined ? undefined : (subprocess.stdio[options.controlFd] as Writable | null | undefined) ?? undefined;
+  for (const input of [stdin, control]) {
+    input?.on('error', () => {
+      // EPIPE/ECONNRESET when the child ends while data is written: its exit tells the story.
+    });
+  }
   return {
     pid: subprocess.pid,
     exited,
     stdin,
+    control,
     signal(signal: NodeJS.Signals): boolean {
       return subprocess.kill(signal);
     },

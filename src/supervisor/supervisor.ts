@@ -6,6 +6,7 @@ import type { Writable } from 'node:stream';
 import type { Logger } from 'pino';
 import type { ChildProcess, LaunchOptions } from './child.js';
 import { backoffDelay, nextAttempt, type BackoffPolicy } from './backoff.js';
+import { ControlChannel, ControlFailure, type Assignment } from './control-channel.js';
 import { classifyExit } from './exit.js';
 import { parseLine, type SrtAccessEvent } from '../stats/parse-line.js';
 import { SrtCallerLog } from '../stats/srt-callers.js';
@@ -43,7 +44,14 @@ export interface SupervisorOptions {
   traceInLog?: boolean;
   /** Secrets each child reads from its descriptors 3, 4, ... (LaunchOptions.extraInput). */
   extraInput?: readonly Uint8Array[];
+  /** Each child gets a control channel on this descriptor (LaunchOptions.controlFd; see `applyLive()`). */
+  controlFd?: number;
+  /** How long a control command waits for the child's answer before it is sent again once (default 1000 ms). */
+  controlTimeoutMs?: number;
 }
+
+/** How a change reached the child: in the running child, or (none running) at its next start. */
+export type LiveOutcome = 'live' | 'next-start';
 
 export interface RuntimeInfo {
   state: ChildState;
@@ -87,10 +95,14 @@ export class PipelineSupervisor {
   stats: PipelineStats;
 
   private readonly label: string;
+  /** The current child's control channel (with the `controlFd` option). */
+  private control: ControlChannel | undefined;
+  /** What the next child reads from descriptors 3, ... (reconfigure() replaces the option's). */
+  private extraInput: readonly Uint8Array[] | undefined;
 
   constructor(
     readonly id: string,
-    private readonly args: readonly string[],
+    private args: readonly string[],
     private readonly deps: SupervisorDeps,
     private readonly options: SupervisorOptions = {},
   ) {
@@ -99,6 +111,44 @@ export class PipelineSupervisor {
     this.log = deps.log.child({ pipeline_id: id, ...options.logFields });
     this.label = options.label ?? `pipeline ${id}`;
     this.stats = new PipelineStats(deps.statsIntervalMs);
+    this.extraInput = options.extraInput;
+  }
+
+  /** The argv (and descriptors) of the next child; the running one is not touched. */
+  reconfigure(args: readonly string[], extraInput: readonly Uint8Array[] | undefined): void {
+    this.args = args;
+    this.extraInput = extraInput;
+  }
+
+  /** Ends the child and starts a new one with the current argv (reconfigure()). */
+  async restart(): Promise<void> {
+    await this.stop();
+    this.start();
+  }
+
+  /**
+   * Sets properties in the running child through its control channel; resolves once the child
+   * acknowledged them ('live'), or at once with 'next-start' when no child is starting or running
+   * (the next one starts from the argv, which the caller updates). Rejects with ControlFailure.
+   */
+  async applyLive(assignments: readonly Assignment[]): Promise<LiveOutcome> {
+    if (this.state !== 'starting' && this.state !== 'running') return 'next-start';
+    const channel = this.control;
+    const child = this.child;
+    if (channel === undefined || child === undefined) return 'next-start';
+    try {
+      await channel.send(assignments);
+    } catch (error) {
+      // A child that never answered may still read the command later and run with values the
+      // engine did not store: it is ended, and the next one starts from the stored argv.
+      if (error instanceof ControlFailure && error.reason === 'timeout' && this.child === child) {
+        this.killReason = 'did not answer a control command';
+        this.log.warn({ event: 'control-timeout' }, `${this.label}: the child did not answer a control command; killing it`);
+        child.signal('SIGKILL');
+      }
+      throw error;
+    }
+    return 'live';
   }
 
   start(): void {
@@ -209,11 +259,13 @@ export class PipelineSupervisor {
       args: this.args,
       env: this.deps.env,
       stdin: this.options.stdin === true ? 'pipe' : 'ignore',
-      extraInput: this.options.extraInput,
+      extraInput: this.extraInput,
+      controlFd: this.options.controlFd,
       onStdoutLine: (line) => {
         if (BUS_MESSAGE.test(line)) {
           const event = parseLine(line);
           if (event?.kind === 'srtaccess') this.reportCaller(event);
+          if (event?.kind === 'enginecontrol' && this.child === child) this.control?.onAck(event);
           if (event !== undefined) stats.apply(event, this.deps.now());
           return;
         }
@@ -228,6 +280,8 @@ export class PipelineSupervisor {
       },
     });
     this.child = child;
+    this.control?.close();
+    this.control = child.control === undefined ? undefined : new ControlChannel(child.control, this.options.controlTimeoutMs ?? 1000);
     this.startWatchdog(child, stats);
     this.log.info({ event: 'spawn', pid: child.pid, restarts: this.restarts }, `${this.label}: child started`);
     this.note(`child started (pid ${String(child.pid)})`);
@@ -270,6 +324,8 @@ export class PipelineSupervisor {
   private onExit(child: ChildProcess, exitCode: number | undefined, signal: string | undefined, spawnError: string | undefined): void {
     if (this.child !== child) return;
     this.child = undefined;
+    this.control?.close();
+    this.control = undefined;
     this.stopWatchdog();
     const ranMs = this.deps.now() - this.childStartedAt;
     const stderr = this.recentStderr.last();

@@ -26,6 +26,7 @@ void t.test('the exact argv of the interface example', async (t) => {
     '!', 'udpsink', 'name=out', 'host=239.69.1.1', 'port=5004', 'ttl-mc=16', 'auto-multicast=true', 'sync=true', 'async=false',
     'pipelinestats', 'name=stats', 'interval=1000000000', 'source=src', 'buffer=buffer', 'payloader=pay', 'sink=out',
     'srtaccess', 'name=access', 'source=src',
+    'enginecontrol', 'name=control', 'fd=4',
   ]);
 });
 
@@ -36,7 +37,7 @@ void t.test('a passphrase is never an argv token: srtaccess reads it from descri
   t.notOk(argv.some((token) => token.includes('correct') || token.includes('passphrase=')), 'no token holds the secret');
   const src = argv.indexOf('srtsrc');
   t.ok(argv.slice(src, argv.indexOf('!')).includes('pbkeylen=32'), 'the key length is on srtsrc');
-  t.same(argv.slice(-4), ['srtaccess', 'name=access', 'source=src', `passphrase-fd=${PASSPHRASE_FD}`]);
+  t.same(argv.slice(-7, -3), ['srtaccess', 'name=access', 'source=src', `passphrase-fd=${PASSPHRASE_FD}`]);
   t.equal(PASSPHRASE_FD, 3);
   const secrets = compileSecrets(spec);
   t.equal(secrets.length, 1, 'one descriptor: 3');

@@ -12,6 +12,8 @@ import {
   type MetricsEvent,
   type Pipeline,
   type PipelineList,
+  type UpdatePipelineRequest,
+  type UpdatePipelineResponse,
 } from '../../src/gen/svc/v1/engine.js';
 
 export function grpcPortOf(engine: { configFile: string }): number {
@@ -56,6 +58,10 @@ export class TestClient {
 
   list(key?: string): Promise<PipelineList> {
     return new Promise((resolve, reject) => this.raw.listPipelines({}, this.metadata(key), settle(resolve, reject)));
+  }
+
+  update(request: UpdatePipelineRequest, key?: string): Promise<UpdatePipelineResponse> {
+    return new Promise((resolve, reject) => this.raw.updatePipeline(request, this.metadata(key), settle(resolve, reject)));
   }
 
   delete(id: string, key?: string): Promise<void> {

@@ -27,6 +27,9 @@ function deps(overrides: Partial<EngineServiceDeps['pipelines']> = {}): EngineSe
       },
       list: () => [],
       delete: async () => undefined,
+      update: async () => {
+        throw new Error('not used here');
+      },
       entries: () => none.values(),
       size: 0,
       ...overrides,

@@ -96,18 +96,18 @@ gst_loudnorm_class_init (GstLoudnormClass * klass)
   g_object_class_install_property (gobject_class, PROP_TARGET,
       g_param_spec_double ("target", "Target",
           "Target integrated loudness (LUFS)", -70.0, -5.0, DEFAULT_TARGET,
-          G_PARAM_READWRITE | GST_PARAM_CONTROLLABLE |
+          G_PARAM_READWRITE | GST_PARAM_CONTROLLABLE | GST_PARAM_MUTABLE_PLAYING |
           G_PARAM_STATIC_STRINGS));
   g_object_class_install_property (gobject_class, PROP_TRUE_PEAK,
       g_param_spec_double ("true-peak", "True peak",
           "True-peak ceiling of the output (dBTP)", -9.0, 0.0,
           DEFAULT_TRUE_PEAK,
-          G_PARAM_READWRITE | GST_PARAM_CONTROLLABLE |
+          G_PARAM_READWRITE | GST_PARAM_CONTROLLABLE | GST_PARAM_MUTABLE_PLAYING |
           G_PARAM_STATIC_STRINGS));
   g_object_class_install_property (gobject_class, PROP_MAX_GAIN,
       g_param_spec_double ("max-gain", "Maximum gain",
           "Largest gain applied (dB)", 0.0, 40.0, DEFAULT_MAX_GAIN,
-          G_PARAM_READWRITE | GST_PARAM_CONTROLLABLE |
+          G_PARAM_READWRITE | GST_PARAM_CONTROLLABLE | GST_PARAM_MUTABLE_PLAYING |
           G_PARAM_STATIC_STRINGS));
   g_object_class_install_property (gobject_class, PROP_POST_MESSAGES,
       g_param_spec_boolean ("post-messages", "Post messages",
@@ -253,6 +253,7 @@ reset_state (GstLoudnorm * self)
     ln_limiter_set_ceiling (self->limiter, self->applied_ceiling,
         CEILING_MARGIN_DB);
   self->cur_lin = 1.0;
+  self->target_moved = FALSE;
   self->frames_in = 0;
   self->msg_frames = 0;
   self->msg_ts = GST_CLOCK_TIME_NONE;
@@ -412,6 +413,18 @@ gain_step (GstLoudnorm * self)
   ln_gain_update (&self->gain, m, s, ln_meter_window (in),
       ln_meter_window_count (in) >= 30, ln_meter_window (self->out_meter),
       ln_meter_window_count (self->out_meter) >= 50);
+
+  /* A new target while playing: the output's long-term window holds the
+   * programme made for the old target, and the integral correction would
+   * chase it (about +0.3 dB in 10 s, more over the 60 s window, after a
+   * -23 -> -16 change). Once the gain has settled within 0.5 dB of the new
+   * aim, the window starts again, so the correction only sees output made
+   * for the new target (and waits for 5 s of it, as at the start). */
+  if (self->target_moved
+      && fabs (self->gain.desired - self->gain.current) < 0.5) {
+    ln_meter_reset_window (self->out_meter);
+    self->target_moved = FALSE;
+  }
 }
 
 typedef double v4d __attribute__ ((vector_size (32)));
@@ -485,6 +498,8 @@ apply_properties (GstLoudnorm * self, gboolean * post, guint64 * interval)
   GST_OBJECT_LOCK (self);
   *post = self->post_messages;
   *interval = self->interval;
+  if (self->target != self->applied_target)
+    self->target_moved = TRUE;
   if (self->target != self->applied_target
       || self->max_gain != self->applied_max_gain) {
     self->gain.p.target = self->applied_target = self->target;

@@ -33,6 +33,7 @@ struct _GstLoudnorm
   LnGainLaw gain;
   gdouble applied_target, applied_max_gain, applied_ceiling;
   gdouble cur_lin;              /* linear normalisation gain now applied */
+  gboolean target_moved;        /* target changed: forget the output window once settled */
   guint64 frames_in;            /* input frames since start / flush */
   guint64 msg_frames;           /* frames in the current message interval */
   GstClockTime msg_ts;          /* timestamp of its first frame */

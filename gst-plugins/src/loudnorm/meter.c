@@ -332,6 +332,17 @@ accumulate (LnMeter * m, const float *x, size_t n)
   m->acc += acc;
 }
 
+void
+ln_meter_reset_window (LnMeter * m)
+{
+  memset (&m->whist, 0, sizeof m->whist);
+  if (m->wring)
+    for (unsigned i = 0; i < m->cfg.window_blocks; i++)
+      m->wring[i] = -1.0;
+  m->wpos = 0;
+  m->wfill = 0;
+}
+
 static void
 window_push (LnMeter * m, double e_block, int gated_in)
 {

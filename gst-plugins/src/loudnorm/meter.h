@@ -48,6 +48,7 @@ double ln_meter_integrated (const LnMeter * m);
 double ln_meter_loudness_range (const LnMeter * m);
 double ln_meter_window (const LnMeter * m);     /* sliding gated loudness */
 unsigned ln_meter_window_count (const LnMeter * m);     /* blocks above -70 in it */
+void ln_meter_reset_window (LnMeter * m);       /* forget the sliding window only */
 double ln_meter_true_peak (const LnMeter * m);  /* linear, max since reset */
 unsigned long long ln_meter_frames (const LnMeter * m);
 

@@ -92,11 +92,12 @@ export function SettingsEditor({ tile }) {
     setBusy(true);
     setMessage(null);
     const patch = { processing: stepsOut(draft.steps) };
-    if (draft.name !== loaded.body.name) patch.name = draft.name;
+    if (tile.kind === 'pipeline' && draft.name !== loaded.body.name) patch.name = draft.name;
     try {
       const answer = await api('PATCH', base, patch, loaded.etag ? { 'If-Match': loaded.etag } : {});
       const applied = answer.body?.applied;
-      setMessage({ kind: 'ok', text: applied === 'live' ? 'Applied live (no restart).' : applied === 'restart' ? 'Applied by restarting the child.' : 'Saved.' });
+      const how = { live: 'Applied live (no restart).', restart: 'Applied by restarting the child.', 'next-start': 'Saved: applied when it next starts.' };
+      setMessage({ kind: 'ok', text: how[applied] ?? 'Saved.' });
       await load();
     } catch (error) {
       if (error.status === 412) {
@@ -109,7 +110,7 @@ export function SettingsEditor({ tile }) {
   };
   const prefix = `${tile.kind}-${tile.id}`;
   return html`<form class="editor" onSubmit=${submit} aria-label=${`settings of ${tile.id}`}>
-    <${Field} label="Name" name=${`${prefix}-name`} value=${draft.name} onInput=${(v) => setDraft({ ...draft, name: v })} />
+    ${tile.kind === 'pipeline' && html`<${Field} label="Name" name=${`${prefix}-name`} value=${draft.name} onInput=${(v) => setDraft({ ...draft, name: v })} />`}
     ${draft.steps.map((step, i) => step.plugin === 'loudness-normalize'
       ? html`<fieldset key=${i}><legend>Loudness (step ${i})</legend>
           <${Field} label="Target LUFS" name=${`${prefix}-target-${i}`} inputmode="decimal" size="6" value=${step.target} onInput=${(v) => setStep(i, { ...step, target: v })} />

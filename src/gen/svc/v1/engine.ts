@@ -189,12 +189,58 @@ export interface Pipeline {
   /** When the child entered `state`, ISO 8601 UTC. */
   state_since: string;
   /** In "backoff": when the next start is due, ISO 8601 UTC. */
-  next_retry_at?: string | undefined;
+  next_retry_at?:
+    | string
+    | undefined;
+  /** 1 at creation, +1 with every change (UpdatePipelineRequest.if_version). */
+  version: number;
 }
 
 export interface PipelineList {
   /** In creation order. */
   pipelines: Pipeline[];
+}
+
+/**
+ * The steps a changed pipeline will have, in order (a wrapper, so that "no change" and "no
+ * steps" differ). A step whose plugin is "" or the plugin of the step at the same index is merged
+ * into that step (only the fields set change; bands, when given, replace the list); a step naming
+ * another plugin is a new step.
+ */
+export interface ProcessingList {
+  steps: ProcessingStep[];
+}
+
+/** A merge of the fields that are set into the pipeline (REST: PATCH /api/v1/pipelines/{id}). */
+export interface UpdatePipelineRequest {
+  /** The pipeline's id ("pl_..."). */
+  id: string;
+  name?:
+    | string
+    | undefined;
+  /** Fields set here replace the input's; type "" keeps it. */
+  input?: InputConfig | undefined;
+  processing?:
+    | ProcessingList
+    | undefined;
+  /** Fields set here replace the output's; type and host "" keep them. */
+  output?:
+    | OutputConfig
+    | undefined;
+  /** When set: refused with FAILED_PRECONDITION unless the pipeline is at this version. */
+  if_version?: number | undefined;
+}
+
+export interface UpdatePipelineResponse {
+  /** The pipeline as ListPipelines shows it after the change. */
+  pipeline?:
+    | Pipeline
+    | undefined;
+  /**
+   * "live" (in the running child), "restart" (the child was restarted) or "next-start" (no
+   * child was running: the next one starts with the change).
+   */
+  applied: string;
 }
 
 export interface DeletePipelineRequest {
@@ -864,6 +910,7 @@ function createBasePipeline(): Pipeline {
     exit_signal: undefined,
     state_since: "",
     next_retry_at: undefined,
+    version: 0,
   };
 }
 
@@ -913,6 +960,9 @@ export const Pipeline: MessageFns<Pipeline> = {
     }
     if (message.next_retry_at !== undefined) {
       writer.uint32(122).string(message.next_retry_at);
+    }
+    if (message.version !== 0) {
+      writer.uint32(128).uint32(message.version);
     }
     return writer;
   },
@@ -1050,6 +1100,14 @@ export const Pipeline: MessageFns<Pipeline> = {
             message.next_retry_at = reader.string();
             continue;
           }
+          case 16: {
+            if (tag !== 128) {
+              break;
+            }
+
+            message.version = reader.uint32();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1086,6 +1144,7 @@ export const Pipeline: MessageFns<Pipeline> = {
     message.exit_signal = object.exit_signal ?? undefined;
     message.state_since = object.state_since ?? "";
     message.next_retry_at = object.next_retry_at ?? undefined;
+    message.version = object.version ?? 0;
     return message;
   },
 };
@@ -1141,6 +1200,251 @@ export const PipelineList: MessageFns<PipelineList> = {
   fromPartial<I extends Exact<DeepPartial<PipelineList>, I>>(object: I): PipelineList {
     const message = createBasePipelineList();
     message.pipelines = object.pipelines?.map((e) => Pipeline.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseProcessingList(): ProcessingList {
+  return { steps: [] };
+}
+
+export const ProcessingList: MessageFns<ProcessingList> = {
+  encode(message: ProcessingList, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.steps) {
+      ProcessingStep.encode(v!, writer.uint32(10).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ProcessingList {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseProcessingList();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.steps.push(ProcessingStep.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<ProcessingList>, I>>(base?: I): ProcessingList {
+    return ProcessingList.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ProcessingList>, I>>(object: I): ProcessingList {
+    const message = createBaseProcessingList();
+    message.steps = object.steps?.map((e) => ProcessingStep.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseUpdatePipelineRequest(): UpdatePipelineRequest {
+  return { id: "", name: undefined, input: undefined, processing: undefined, output: undefined, if_version: undefined };
+}
+
+export const UpdatePipelineRequest: MessageFns<UpdatePipelineRequest> = {
+  encode(message: UpdatePipelineRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.id !== "") {
+      writer.uint32(10).string(message.id);
+    }
+    if (message.name !== undefined) {
+      writer.uint32(18).string(message.name);
+    }
+    if (message.input !== undefined) {
+      InputConfig.encode(message.input, writer.uint32(26).fork()).join();
+    }
+    if (message.processing !== undefined) {
+      ProcessingList.encode(message.processing, writer.uint32(34).fork()).join();
+    }
+    if (message.output !== undefined) {
+      OutputConfig.encode(message.output, writer.uint32(42).fork()).join();
+    }
+    if (message.if_version !== undefined) {
+      writer.uint32(48).uint32(message.if_version);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): UpdatePipelineRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseUpdatePipelineRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.id = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.input = InputConfig.decode(reader, reader.uint32());
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.processing = ProcessingList.decode(reader, reader.uint32());
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.output = OutputConfig.decode(reader, reader.uint32());
+            continue;
+          }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.if_version = reader.uint32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<UpdatePipelineRequest>, I>>(base?: I): UpdatePipelineRequest {
+    return UpdatePipelineRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<UpdatePipelineRequest>, I>>(object: I): UpdatePipelineRequest {
+    const message = createBaseUpdatePipelineRequest();
+    message.id = object.id ?? "";
+    message.name = object.name ?? undefined;
+    message.input = (object.input !== undefined && object.input !== null)
+      ? InputConfig.fromPartial(object.input)
+      : undefined;
+    message.processing = (object.processing !== undefined && object.processing !== null)
+      ? ProcessingList.fromPartial(object.processing)
+      : undefined;
+    message.output = (object.output !== undefined && object.output !== null)
+      ? OutputConfig.fromPartial(object.output)
+      : undefined;
+    message.if_version = object.if_version ?? undefined;
+    return message;
+  },
+};
+
+function createBaseUpdatePipelineResponse(): UpdatePipelineResponse {
+  return { pipeline: undefined, applied: "" };
+}
+
+export const UpdatePipelineResponse: MessageFns<UpdatePipelineResponse> = {
+  encode(message: UpdatePipelineResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.pipeline !== undefined) {
+      Pipeline.encode(message.pipeline, writer.uint32(10).fork()).join();
+    }
+    if (message.applied !== "") {
+      writer.uint32(18).string(message.applied);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): UpdatePipelineResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseUpdatePipelineResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.pipeline = Pipeline.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.applied = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<UpdatePipelineResponse>, I>>(base?: I): UpdatePipelineResponse {
+    return UpdatePipelineResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<UpdatePipelineResponse>, I>>(object: I): UpdatePipelineResponse {
+    const message = createBaseUpdatePipelineResponse();
+    message.pipeline = (object.pipeline !== undefined && object.pipeline !== null)
+      ? Pipeline.fromPartial(object.pipeline)
+      : undefined;
+    message.applied = object.applied ?? "";
     return message;
   },
 };
@@ -1497,6 +1801,22 @@ export const EngineServiceService = {
     responseSerialize: (value: MetricsEvent): Buffer => Buffer.from(MetricsEvent.encode(value).finish()),
     responseDeserialize: (value: Buffer): MetricsEvent => MetricsEvent.decode(value),
   },
+  /**
+   * Changes a pipeline: the parameters of its steps in the running child (applied "live", no
+   * restart), anything else by restarting its child ("restart"); same id. Answers once the child
+   * confirmed a live change and the new spec is stored. docs/grpc.md has the rules.
+   */
+  updatePipeline: {
+    path: "/svc.v1.EngineService/UpdatePipeline" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: UpdatePipelineRequest): Buffer =>
+      Buffer.from(UpdatePipelineRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): UpdatePipelineRequest => UpdatePipelineRequest.decode(value),
+    responseSerialize: (value: UpdatePipelineResponse): Buffer =>
+      Buffer.from(UpdatePipelineResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): UpdatePipelineResponse => UpdatePipelineResponse.decode(value),
+  },
 } as const;
 
 export interface EngineServiceServer extends UntypedServiceImplementation {
@@ -1516,6 +1836,12 @@ export interface EngineServiceServer extends UntypedServiceImplementation {
    * cancels or the engine shuts down (the stream then ends with OK).
    */
   streamMetrics: handleServerStreamingCall<Empty, MetricsEvent>;
+  /**
+   * Changes a pipeline: the parameters of its steps in the running child (applied "live", no
+   * restart), anything else by restarting its child ("restart"); same id. Answers once the child
+   * confirmed a live change and the new spec is stored. docs/grpc.md has the rules.
+   */
+  updatePipeline: handleUnaryCall<UpdatePipelineRequest, UpdatePipelineResponse>;
 }
 
 export interface EngineServiceClient extends Client {
@@ -1593,6 +1919,26 @@ export interface EngineServiceClient extends Client {
     metadata?: Metadata,
     options?: Partial<CallOptions>,
   ): ClientReadableStream<MetricsEvent>;
+  /**
+   * Changes a pipeline: the parameters of its steps in the running child (applied "live", no
+   * restart), anything else by restarting its child ("restart"); same id. Answers once the child
+   * confirmed a live change and the new spec is stored. docs/grpc.md has the rules.
+   */
+  updatePipeline(
+    request: UpdatePipelineRequest,
+    callback: (error: ServiceError | null, response: UpdatePipelineResponse) => void,
+  ): ClientUnaryCall;
+  updatePipeline(
+    request: UpdatePipelineRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: UpdatePipelineResponse) => void,
+  ): ClientUnaryCall;
+  updatePipeline(
+    request: UpdatePipelineRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: UpdatePipelineResponse) => void,
+  ): ClientUnaryCall;
 }
 
 export const EngineServiceClient = makeGenericClientConstructor(

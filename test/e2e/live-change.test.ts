@@ -1,0 +1,157 @@
+/**
+ * Changing a running pipeline (PATCH /api/v1/pipelines/{id}) with a tone flowing: a real ffmpeg
+ * SRT caller → the engine's gst-launch-1.0 child → RTP L24 on 127.0.0.1, measured on the
+ * received audio. The change goes through the child's control channel (enginecontrol): same
+ * pid, no gap in the RTP sequence, no click.
+ */
+import t, { type Test } from 'tap';
+import type { PipelineView } from '../../src/supervisor/registry.js';
+import { api, createPipeline, isRunning, startEngine, waitForPipeline, type EngineProcess } from '../helpers/engine-process.js';
+import { measureSamples } from '../helpers/loudness-meter.js';
+import { freeUdpPort } from '../helpers/ports.js';
+import { RtpReceiver } from '../helpers/rtp-receiver.js';
+import { sendSine } from '../helpers/srt-sender.js';
+
+const RATE = 48000;
+const RECEIVE_BUFFER = 4 * 1024 * 1024;
+/** parametriceq's ramp (docs/elements-parametriceq.md): 20 ms. */
+const RAMP_FRAMES = 0.02 * RATE;
+
+type Changed = PipelineView & { applied: string };
+
+function explainFailure(t: Test, engine: EngineProcess): void {
+  t.teardown(() => {
+    if (t.passing()) return;
+    for (const line of engine.logs) if (line.level >= 40) t.comment(`engine: ${JSON.stringify(line)}`);
+  });
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Left channel samples [from, to) of the received audio (frames). */
+function leftChannel(receiver: RtpReceiver): Float32Array {
+  const all = receiver.interleaved();
+  const left = new Float32Array(all.length / 2);
+  for (let i = 0; i < left.length; i++) left[i] = all[2 * i] ?? 0;
+  return left;
+}
+
+function rms(x: Float32Array, from: number, to: number): number {
+  let sum = 0;
+  for (let i = from; i < to; i++) sum += (x[i] ?? 0) ** 2;
+  return Math.sqrt(sum / Math.max(1, to - from));
+}
+
+function maxStep(x: Float32Array, from: number, to: number): { step: number; at: number } {
+  let step = 0;
+  let at = from;
+  for (let i = Math.max(1, from); i < to; i++) {
+    const d = Math.abs((x[i] ?? 0) - (x[i - 1] ?? 0));
+    if (d > step) {
+      step = d;
+      at = i;
+    }
+  }
+  return { step, at };
+}
+
+async function runningPipeline(engine: EngineProcess, receiver: RtpReceiver, processing: unknown[]): Promise<{ id: string; srtPort: number }> {
+  const srtPort = await freeUdpPort();
+  const { id } = await createPipeline(engine, { name: 'live change', srtPort, processing, outPort: receiver.port });
+  await waitForPipeline(engine, id, isRunning, 'the child to run');
+  return { id, srtPort };
+}
+
+void t.test('EQ gain at the tone +6 dB while playing: level +6.0 ±0.1 dB, no RTP gap, same pid, no step beyond the ramp', async (t) => {
+  const engine = await startEngine(t);
+  explainFailure(t, engine);
+  const receiver = await RtpReceiver.open(0, { receiveBufferBytes: RECEIVE_BUFFER });
+  t.teardown(() => receiver.close());
+  const frequency = 1000;
+  const amplitude = 0.25;
+  const { id, srtPort } = await runningPipeline(engine, receiver, [
+    { plugin: 'loudness-normalize', target: -23 },
+    { plugin: 'eq', bands: [{ freq: frequency, gain: -3, q: 1 }, { freq: 8000, gain: 0, q: 1 }] },
+  ]);
+  // loudnorm would follow the EQ's change: for this test it is the step before, untouched, and
+  // the level is read on a steady tone whose gain it has settled (first second fast, then 2 s)
+  const sender = sendSine({ port: srtPort, amplitude, frequency, seconds: 30, codec: 'aac' });
+  t.teardown(() => sender.stop());
+  t.ok(await receiver.waitForPackets(9000, 20_000), 'audio arrives');
+  const before = await api<PipelineView>(engine, 'GET', `/api/v1/pipelines/${id}`);
+  const framesAtChange = receiver.stats(0, 0).frames;
+  const changed = await api<Changed>(engine, 'PATCH', `/api/v1/pipelines/${id}`, {
+    processing: [{}, { bands: [{ freq: frequency, gain: 3, q: 1 }, { freq: 8000, gain: 0, q: 1 }] }],
+  });
+  const framesAtAnswer = receiver.stats(0, 0).frames;
+  t.equal(changed.status, 200, changed.text);
+  t.equal(changed.body.applied, 'live');
+  t.equal(changed.body.pid, before.body.pid, 'same pid');
+  t.equal(changed.body.id, id, 'same id');
+  t.same(changed.body.processing[1], { plugin: 'eq', bands: [{ freq: frequency, gain: 3, q: 1 }, { freq: 8000, gain: 0, q: 1 }] });
+  t.comment(`answered within ${((framesAtAnswer - framesAtChange) / 48).toFixed(0)} ms of received audio`);
+  await sleep(4000);
+  const stats = receiver.stats(0, 0);
+  t.equal(stats.sequenceGaps, 0, `no gap in the RTP sequence (${stats.packets} packets)`);
+  const after = await api<PipelineView>(engine, 'GET', `/api/v1/pipelines/${id}`);
+  t.equal(after.body.pid, before.body.pid, 'still the same pid');
+  t.equal(after.body.restarts, 0, 'no restart');
+
+  const left = leftChannel(receiver);
+  const beforeFrom = framesAtChange - 2 * RATE;
+  const beforeTo = framesAtChange - Math.round(0.1 * RATE);
+  // the change reaches the receiver after the sink's hold (sync=true): take the level from 1.5 s on
+  const afterFrom = framesAtAnswer + Math.round(1.5 * RATE);
+  const afterTo = afterFrom + 2 * RATE;
+  t.ok(afterTo <= left.length, `enough audio after the change (${left.length} frames)`);
+  const levelBefore = rms(left, beforeFrom, beforeTo);
+  const levelAfter = rms(left, afterFrom, afterTo);
+  const rise = 20 * Math.log10(levelAfter / levelBefore);
+  t.ok(Math.abs(rise - 6) <= 0.1, `received level rose by ${rise.toFixed(3)} dB (6.0 ±0.1)`);
+
+  // A sine of peak A at f moves at most 2·A·sin(π f / fs) from one sample to the next; a gain
+  // ramp from A0 to A1 over the 20 ms ramp adds at most (A1 - A0) / 960 per sample. The bound
+  // takes A1 = the peak after the change (√2 × RMS), 5 % for the AAC coding noise.
+  const a0 = Math.SQRT2 * levelBefore;
+  const a1 = Math.SQRT2 * levelAfter;
+  const bound = (2 * a1 * Math.sin((Math.PI * frequency) / RATE) + (a1 - a0) / RAMP_FRAMES) * 1.05;
+  const across = maxStep(left, beforeFrom, afterTo);
+  const steadyAfter = maxStep(left, afterFrom, afterTo);
+  t.ok(
+    across.step <= bound,
+    `largest sample step across the change ${across.step.toFixed(5)} (at frame ${across.at - framesAtChange} from the request) <= ${bound.toFixed(5)} (steady after: ${steadyAfter.step.toFixed(5)})`,
+  );
+  sender.stop();
+});
+
+void t.test('loudness target -23 -> -16 while playing: the output reaches -16 ±0.5 LUFS within 10 s, no restart', async (t) => {
+  const engine = await startEngine(t);
+  explainFailure(t, engine);
+  const receiver = await RtpReceiver.open(0, { receiveBufferBytes: RECEIVE_BUFFER });
+  t.teardown(() => receiver.close());
+  const { id, srtPort } = await runningPipeline(engine, receiver, [{ plugin: 'loudness-normalize', target: -23 }]);
+  const sender = sendSine({ port: srtPort, amplitude: 0.1, frequency: 1000, seconds: 40, codec: 'aac' });
+  t.teardown(() => sender.stop());
+  t.ok(await receiver.waitForPackets(12_000, 25_000), 'audio arrives');
+  const before = await api<PipelineView>(engine, 'GET', `/api/v1/pipelines/${id}`);
+  const framesAtChange = receiver.stats(0, 0).frames;
+  const changed = await api<Changed>(engine, 'PATCH', `/api/v1/pipelines/${id}`, { processing: [{ target: -16 }] });
+  t.equal(changed.status, 200, changed.text);
+  t.equal(changed.body.applied, 'live');
+  t.equal(changed.body.pid, before.body.pid, 'same pid');
+  t.equal((changed.body.processing[0] as { target: number }).target, -16);
+  await sleep(14_000);
+  const stats = receiver.stats(0, 0);
+  t.equal(stats.sequenceGaps, 0, `no gap in the RTP sequence (${stats.packets} packets)`);
+  const after = await api<PipelineView>(engine, 'GET', `/api/v1/pipelines/${id}`);
+  t.equal(after.body.pid, before.body.pid, 'same pid');
+  t.equal(after.body.restarts, 0, 'no restart');
+
+  const all = receiver.interleaved();
+  const slice = (fromFrame: number, toFrame: number): Float32Array => all.slice(2 * fromFrame, 2 * toFrame);
+  const loudBefore = await measureSamples(slice(framesAtChange - 4 * RATE, framesAtChange));
+  const loudAfter = await measureSamples(slice(framesAtChange + 10 * RATE, framesAtChange + 13 * RATE));
+  t.ok(Math.abs(loudBefore.integratedLufs + 23) <= 0.5, `before: ${loudBefore.integratedLufs.toFixed(2)} LUFS (-23 ±0.5)`);
+  t.ok(Math.abs(loudAfter.integratedLufs + 16) <= 0.5, `10-13 s after the change: ${loudAfter.integratedLufs.toFixed(2)} LUFS (-16 ±0.5)`);
+  sender.stop();
+});
