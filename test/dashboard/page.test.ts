@@ -118,7 +118,9 @@ void t.test('the page lists pipelines and stations with live meters and controls
   });
 
   // The phone size.
+  await page.screenshot({ path: artifact('dashboard-after-changes-1280x720.png') });
   await page.setViewportSize({ width: 390, height: 844 });
+  await page.mouse.wheel(0, -100_000);
   await new Promise((resolve) => setTimeout(resolve, 500));
   await page.screenshot({ path: artifact('dashboard-phone-390x844.png'), fullPage: false });
   await page.setViewportSize({ width: 1280, height: 720 });

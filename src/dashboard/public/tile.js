@@ -65,7 +65,9 @@ function Meters({ tile, stale }) {
   const target = l?.target ?? -23;
   return html`<section class=${`meters${stale ? ' stale' : ''}`} aria-label="meters">
     ${l === null
-      ? html`<p class="note">No loudness step: levels only.</p>`
+      ? html`<p class="note">${(tile.view.processing ?? []).some((s) => s.plugin === 'loudness-normalize')
+          ? 'No loudness report from this child yet (no audio since it started).'
+          : 'No loudness step: levels only.'}</p>`
       : html`
         <${LoudnessBar} label="M" value=${l.momentary} target=${target} testid="momentary" />
         <${LoudnessBar} label="S" value=${l.short_term} target=${target} testid="short-term" />
