@@ -2,6 +2,7 @@
 // module instead of several hundred small ESM files more than halves Node's start-up work, which
 // is most of the time to ready. @grpc/grpc-js and @grpc/reflection stay outside: they read their
 // own .proto files from their package folders at run time.
+import { cpSync, mkdirSync, rmSync } from 'node:fs';
 import { build } from 'esbuild';
 
 await build({
@@ -26,3 +27,24 @@ await build({
   },
   logLevel: 'warning',
 });
+
+// The dashboard page (src/dashboard/public) and the libraries it imports, copied from node_modules
+// into dist/dashboard: the engine serves them itself, the browser fetches nothing elsewhere.
+const page = 'dist/dashboard';
+rmSync(page, { recursive: true, force: true });
+cpSync('src/dashboard/public', page, { recursive: true });
+mkdirSync(`${page}/vendor`, { recursive: true });
+for (const [from, to] of [
+  ['node_modules/preact/dist/preact.module.js', 'preact.module.js'],
+  ['node_modules/preact/dist/preact.module.js.map', 'preact.module.js.map'],
+  ['node_modules/preact/hooks/dist/hooks.module.js', 'hooks.module.js'],
+  ['node_modules/preact/hooks/dist/hooks.module.js.map', 'hooks.module.js.map'],
+  ['node_modules/preact/LICENSE', 'preact.LICENSE'],
+  ['node_modules/htm/dist/htm.module.js', 'htm.module.js'],
+  ['node_modules/htm/LICENSE', 'htm.LICENSE'],
+  ['node_modules/uplot/dist/uPlot.esm.js', 'uPlot.esm.js'],
+  ['node_modules/uplot/dist/uPlot.min.css', 'uPlot.min.css'],
+  ['node_modules/uplot/LICENSE', 'uPlot.LICENSE'],
+]) {
+  cpSync(from, `${page}/vendor/${to}`);
+}

@@ -18,9 +18,10 @@ RUNTIME_PACKAGES=(
 # systemd-nspawn boots a real systemd for the unit test; darkice, ezstream, ices2, liquidsoap,
 # vorbis-tools: real Icecast source clients; linuxptp: ptp4l/pmc for the PTP tests; srt-tools:
 # srt-live-transmit as a second SRT implementation; curl and python3: the AES67 test's requests
-# into a network namespace and its DSCP receiver (IP_RECVTOS). On an AES67 host the engine reads
+# into a network namespace and its DSCP receiver (IP_RECVTOS); chromium: the dashboard page's
+# browser tests (driven by playwright-core, nothing downloaded). On an AES67 host the engine reads
 # ptp4l through pmc, also from linuxptp (docs/aes67.md); without it PTP shows "unavailable".
-TEST_PACKAGES=(ffmpeg iproute2 time prometheus systemd systemd-container darkice ezstream ices2 liquidsoap vorbis-tools linuxptp srt-tools curl python3)
+TEST_PACKAGES=(ffmpeg iproute2 time prometheus systemd systemd-container darkice ezstream ices2 liquidsoap vorbis-tools linuxptp srt-tools curl python3 chromium)
 
 packages=("${RUNTIME_PACKAGES[@]}")
 [ "$want_test" = 1 ] && packages+=("${TEST_PACKAGES[@]}")

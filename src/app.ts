@@ -150,6 +150,7 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
   };
   const compile = {
     statsIntervalMs: config.engine.metrics_interval_ms,
+    meterIntervalMs: config.dashboard.meter_interval_ms,
     packetsPerSend: config.engine.rtp_packets_per_send,
     clockSource: config.clock.source,
     jitterMs: config.engine.jitter_ms,
@@ -182,7 +183,7 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
   const { ptp, aes67 } = createAes67(config, log, pipelines, stations);
   registerPtpMetrics(metrics, ptp);
   const rest = await buildRestServer({ log, keys, health, pipelines, metrics, aes67, ptp });
-  const dashboard = await buildDashboardServer({ log, keys, health, stations });
+  const dashboard = await buildDashboardServer({ log, keys, health, stations, pipelines, page: config.dashboard, describe: (view) => ({ ...view, sdp: aes67.sdp(view) }) });
   const grpc = buildGrpcServer({
     bind: config.server.bind,
     log: log.child({ component: 'grpc' }),

@@ -57,8 +57,13 @@ export interface CompilableSpec {
 }
 
 export interface CompileOptions {
-  /** Period of the elements' own reports (loudnorm messages), ms. */
+  /** Period of the transport statistics (pipelinestats: SRT link, buffer, output counters), ms. */
   statsIntervalMs: number;
+  /**
+   * Period of the meters (level and loudnorm messages), ms; the dashboard's 10 Hz meters want
+   * 100. Defaults to statsIntervalMs.
+   */
+  meterIntervalMs?: number;
   /**
    * RTP packets (1 ms each) the sink sends per wake-up. 1: one packet every millisecond, each on
    * time. N > 1: `rtpbatch` before udpsink groups N packets into a list that udpsink sends at
@@ -84,7 +89,7 @@ export function compileStep(step: ProcessingStep, index: number, options: Compil
         name,
         target: step.target,
         'true-peak': step.true_peak,
-        interval: options.statsIntervalMs * MS,
+        interval: (options.meterIntervalMs ?? options.statsIntervalMs) * MS,
       });
     case 'eq':
       return element('parametriceq', { name, bands: step.bands });
@@ -210,6 +215,7 @@ function compileControl(): string[] {
 export function compilePipeline(spec: CompilableSpec, options: CompileOptions): string[] {
   const link = '!';
   const interval = options.statsIntervalMs * MS;
+  const meterInterval = (options.meterIntervalMs ?? options.statsIntervalMs) * MS;
   const stages: string[][] = [
     ...compileInput(spec.input),
     element('audioconvert', { name: 'inconvert' }),
@@ -225,7 +231,7 @@ export function compilePipeline(spec: CompilableSpec, options: CompileOptions): 
       interval,
       channels: spec.output.channels,
     }),
-    element('level', { name: 'level', interval, 'post-messages': true }),
+    element('level', { name: 'level', interval: meterInterval, 'post-messages': true }),
     ...spec.processing.map((step, index) => compileStep(step, index, options)),
     element('audioconvert', { name: 'outconvert' }),
     payloader(spec.output),

@@ -123,6 +123,17 @@ export const StationConfig = Type.Object(
   strict,
 );
 
+/** The operator's web page on the dashboard port (docs/dashboard.md). */
+export const DashboardConfig = Type.Object(
+  {
+    /** Period of the children's meters (level and loudnorm messages), ms: 100 gives 10 Hz meters. */
+    meter_interval_ms: Type.Integer({ minimum: 100, maximum: 60000, default: 100 }),
+    /** Input silence longer than this turns the pipeline's tile amber, s. */
+    silence_alert_s: Type.Integer({ minimum: 1, maximum: 3600, default: 10 }),
+  },
+  { ...strict, default: {} },
+);
+
 export const Config = Type.Object(
   {
     mode: Type.Unsafe<'self-hosted' | 'managed'>({ type: 'string', enum: ['self-hosted', 'managed'], default: 'self-hosted' }),
@@ -132,6 +143,7 @@ export const Config = Type.Object(
     aes67: Aes67Config,
     clock: ClockConfig,
     stations: Type.Array(StationConfig, { default: [], maxItems: 256 }),
+    dashboard: DashboardConfig,
   },
   strict,
 );

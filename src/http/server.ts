@@ -32,7 +32,7 @@ export interface RestDeps {
  * A fastify instance as every HTTP edge of the engine has it (REST, dashboard): strict JSON
  * bodies, one error shape, bearer auth, one log line per request.
  */
-export function createHttpServer(log: Logger, component: string, keys: KeyRing | undefined): FastifyInstance {
+export function createHttpServer(log: Logger, component: string, keys: KeyRing | undefined, openRoutes: readonly string[] = []): FastifyInstance {
   // Typed as fastify's logger interface so the instance keeps fastify's default generics.
   const logger: FastifyBaseLogger = log.child({ component });
   const app = Fastify({
@@ -46,9 +46,9 @@ export function createHttpServer(log: Logger, component: string, keys: KeyRing |
   // JSON only: a text/plain body is a 415, not a string that fails later.
   app.removeContentTypeParser(['text/plain']);
   installErrorHandling(app);
-  installAuth(app, keys);
+  installAuth(app, keys, openRoutes);
   app.addHook('onResponse', async (request, reply) => {
-    if (request.url.startsWith('/api/v1/metrics') || request.url.endsWith('/health')) return;
+    if (request.url.startsWith('/api/v1/metrics') || request.url.endsWith('/health') || request.url.startsWith('/ui/')) return;
     request.log.info({ method: request.method, url: request.url, status: reply.statusCode, ms: Math.round(reply.elapsedTime) }, 'request');
   });
   return app;

@@ -11,6 +11,11 @@
  *   PATCH /api/stations/{id}                200 station + "applied": its processing parameters
  *                                           (live in the running child, or a restart)
  *   GET  /health                            as on the REST port (open, like there)
+ *
+ * And the operator's page (src/dashboard/, docs/dashboard.md): `/` and `/ui/*` (open: the page
+ * asks for the key), GET /api/v1/events (the live stream), and the pipeline API routes of the
+ * REST port, registered here from the same plugin (one validation path), so the page calls
+ * its own origin.
  */
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox, TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
@@ -19,7 +24,13 @@ import type { Logger } from 'pino';
 import type { KeyRing } from '../auth/keys.js';
 import type { EngineHealth } from '../health.js';
 import { healthRoutes } from '../http/routes/health.js';
+import { pipelineRoutes, type DescribePipeline } from '../http/routes/pipelines.js';
 import { createHttpServer } from '../http/server.js';
+import type { PipelineRegistry } from '../supervisor/registry.js';
+import { VERSION } from '../version.js';
+import { eventsRoutes } from '../dashboard/events.js';
+import { LiveFeed, type FeedSource } from '../dashboard/live-feed.js';
+import { findPageDir, PAGE_ROUTES, pageRoutes } from '../dashboard/static.js';
 import type { Stations } from './stations.js';
 
 const IdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 80 }) });
@@ -52,11 +63,39 @@ export interface DashboardDeps {
   keys: KeyRing | undefined;
   health: EngineHealth;
   stations: Stations;
+  pipelines: PipelineRegistry;
+  /** The [dashboard] section of the configuration. */
+  page: { meter_interval_ms: number; silence_alert_s: number };
+  /** What the pipeline routes add to a pipeline's view (its SDP), as on the REST port. */
+  describe: DescribePipeline;
+}
+
+/** Every pipeline, then every station, as the live feed reads them. */
+function feedSources(pipelines: PipelineRegistry, stations: Stations): FeedSource[] {
+  const sources: FeedSource[] = [];
+  for (const { record, supervisor } of pipelines.entries()) {
+    sources.push({ kind: 'pipeline', id: record.id, view: pipelines.get(record.id), stats: supervisor.stats });
+  }
+  for (const view of stations.list()) {
+    sources.push({ kind: 'station', id: view.id, view, stats: stations.require(view.id).supervisor.stats });
+  }
+  return sources;
 }
 
 export async function buildDashboardServer(deps: DashboardDeps): Promise<FastifyInstance> {
-  const app = createHttpServer(deps.log, 'dashboard', deps.keys).withTypeProvider<TypeBoxTypeProvider>();
+  const app = createHttpServer(deps.log, 'dashboard', deps.keys, PAGE_ROUTES).withTypeProvider<TypeBoxTypeProvider>();
   await app.register(healthRoutes(deps.health));
   await app.register(stationRoutes(deps.stations));
+  await app.register(pipelineRoutes(deps.pipelines, deps.describe));
+  const feed = new LiveFeed(() => feedSources(deps.pipelines, deps.stations));
+  await app.register(eventsRoutes({
+    feed,
+    version: VERSION,
+    meterIntervalMs: deps.page.meter_interval_ms,
+    silenceAlertS: deps.page.silence_alert_s,
+  }));
+  const pageDir = findPageDir();
+  if (pageDir === undefined) deps.log.warn({ event: 'page-missing' }, 'the dashboard page is not built (dist/dashboard): run npm run build');
+  else await app.register(async (scope) => pageRoutes(scope, pageDir));
   return app;
 }

@@ -164,3 +164,11 @@ void t.test('numbers are written in plain decimal', async (t) => {
   t.equal(formatNumber(19999.999, 2), '20000');
   t.equal(formatNumber(0.1 + 0.2, 3), '0.3');
 });
+
+void t.test('meters (level, loudnorm) report at meterIntervalMs, the transport stats keep statsIntervalMs', async (t) => {
+  const argv = compilePipeline(parsePipelineSpec(EXAMPLE), { statsIntervalMs: 1000, meterIntervalMs: 100, packetsPerSend: 1, clockSource: 'tai', jitterMs: 20 });
+  const after = (name: string): string | undefined => argv.slice(argv.indexOf(name)).find((token) => token.startsWith('interval='));
+  t.equal(after('name=level'), 'interval=100000000', 'level every 100 ms');
+  t.equal(after('name=step0'), 'interval=100000000', 'loudnorm every 100 ms');
+  t.equal(after('name=stats'), 'interval=1000000000', 'pipelinestats every 1000 ms');
+});

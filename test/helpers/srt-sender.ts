@@ -9,6 +9,8 @@ export interface SenderOptions {
   /** Peak amplitude of the sine, 0..1 (RMS = peak / sqrt 2). */
   amplitude: number;
   frequency?: number;
+  /** Amplitude modulation: the level swings by `depth` (0..1) at `hz`, so loudness meters move. */
+  modulation?: { depth: number; hz: number };
   seconds: number;
   /** ffmpeg audio codec: aac (default), mp2, s302m. */
   codec?: 'aac' | 'mp2' | 's302m';
@@ -46,7 +48,9 @@ function encryption(options: SenderOptions): string {
 export function sendSine(options: SenderOptions): Sender {
   const f = options.frequency ?? 1000;
   const a = options.amplitude;
-  const expr = options.expression ?? `${a}*sin(2*PI*${f}*t)`;
+  const m = options.modulation;
+  const sine = m === undefined ? `${a}*sin(2*PI*${f}*t)` : `${a}*(1+${m.depth}*sin(2*PI*${m.hz}*t))*sin(2*PI*${f}*t)`;
+  const expr = options.expression ?? sine;
   const codec = options.codec ?? 'aac';
   const codecArgs =
     codec === 'aac' ? ['-c:a', 'aac', '-b:a', '256k']
