@@ -78,6 +78,9 @@ export async function writeConfig(t: Test, options: EngineConfigOptions = {}): P
       'state_dir = "state"',
       ...TEST_CAPACITY_DEFAULTS.filter((line) => !(options.extraToml ?? '').includes(line.split(' ')[0] ?? '')),
       options.extraToml ?? '',
+      // No SAP from a test engine unless the test asks for it inside its own network namespace
+      // (test/e2e/aes67.test.ts): a multicast output must never be announced on the host's interfaces.
+      ...((options.extraToml ?? '').includes('[aes67]') ? [] : ['[aes67]', 'sap = false']),
     ].join('\n'),
   );
   return { dir, file, restPort };
