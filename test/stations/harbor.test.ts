@@ -107,7 +107,12 @@ void t.test('an Icecast station: ffmpeg as a source client (MP3, then Ogg) comes
   t.teardown(() => ogg.stop());
   t.equal(await ogg.done, 0, `the Ogg source sent its audio: ${ogg.stderr()}`);
   await new Promise((resolve) => setTimeout(resolve, 700));
-  const oggStats = receiver.stats(1.0, 0.5);
+  await eventually(async () => ((await station(engine, 'studio-ice')).input_state === 'waiting' ? true : undefined), 10_000, 'the Ogg source played out');
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  const oggStats = receiver.audioStats();
+  console.error('OGGSTATS', JSON.stringify(oggStats));
+  { const a = receiver.interleaved(0, 0); const env: string[] = []; for (let i = 0; i < a.length; i += 9600) { let m = 0; for (let j = i; j < Math.min(a.length, i + 9600); j += 2) m = Math.max(m, Math.abs(a[j] ?? 0)); env.push(m.toFixed(2)); } console.error('ENVELOPE', env.join(' ')); }
+  console.error('STATION', JSON.stringify(await station(engine, 'studio-ice')));
   t.ok(oggStats.packets > 2000, `RTP packets arrived (${oggStats.packets})`);
   for (const [channel, rms] of oggStats.rmsDbfs.entries()) {
     t.ok(Math.abs(rms - sineRmsDbfs(0.25)) < 0.5, `Ogg: channel ${channel}: RMS ${rms.toFixed(2)} dBFS, sent ${sineRmsDbfs(0.25).toFixed(2)} dBFS`);
