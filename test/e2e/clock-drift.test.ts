@@ -67,7 +67,7 @@ void t.test('callers 1000 ppm fast and slow: 1000 packets per second of host tim
     const expected = (readrate - 1) * 1e6;
     const driftOk = clock !== null && clock !== undefined && Math.abs(clock.drift_ppm - expected) <= 100;
     t.ok(driftOk, `readrate ${readrate}: the bridge measures ${clock?.drift_ppm} ppm (sender ${expected.toFixed(0)} ppm)`, driftOk ? {} : {
-      todo: `goal within 100 ppm of ${expected.toFixed(0)} ppm, measured ${clock?.drift_ppm} ppm after an underrun in the window: not met yet under load (see docs/clock.md)`,
+      todo: `goal within 100 ppm of ${expected.toFixed(0)} ppm, measured ${clock?.drift_ppm} ppm under load: not met yet (see docs/clock.md)`,
     });
     t.equal(after[i]?.input_state, 'receiving');
     t.comment(`readrate ${readrate}: underruns ${before[i]?.clock?.underruns} -> ${clock?.underruns}, overruns ${before[i]?.clock?.overruns} -> ${clock?.overruns}, fill ${clock?.jitter_buffer_seconds} s, latency ${clock?.latency_seconds} s`);
