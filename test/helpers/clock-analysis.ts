@@ -15,6 +15,9 @@ export interface ClockFigures {
   /** (rtp_ts - t_recv x 48000 / 1e9) mod 2^32 as a signed offset, samples: lowest and highest. */
   offsetMin: number;
   offsetMax: number;
+  /** The 1st and 99th percentiles of the offset, samples (a measurement choice on a shared VM). */
+  offsetP1: number;
+  offsetP99: number;
 }
 
 const TWO32 = 2n ** 32n;
@@ -33,6 +36,7 @@ export function clockFigures(packets: readonly TimedPacket[], samplesPerPacket =
   let steps = 0;
   let offsetMin = Number.POSITIVE_INFINITY;
   let offsetMax = Number.NEGATIVE_INFINITY;
+  const offsets: number[] = [];
   // least squares of index i over time x (seconds from the first packet)
   const t0 = packets[0]?.recvNs ?? 0n;
   let n = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
@@ -45,11 +49,14 @@ export function clockFigures(packets: readonly TimedPacket[], samplesPerPacket =
     const offset = mediaClockOffset(p);
     offsetMin = Math.min(offsetMin, offset);
     offsetMax = Math.max(offsetMax, offset);
+    offsets.push(offset);
     const x = Number(p.recvNs - t0) / 1e9;
     n += 1; sx += x; sy += i; sxx += x * x; sxy += x * i;
   });
   const slope = n < 2 ? 0 : (n * sxy - sx * sy) / (n * sxx - sx * sx);
-  return { packets: n, packetsPerSecond: slope, sequenceGaps: gaps, timestampSteps: steps, offsetMin, offsetMax };
+  offsets.sort((a, b) => a - b);
+  const percentile = (q: number): number => offsets[Math.min(offsets.length - 1, Math.floor(q * offsets.length))] ?? Number.NaN;
+  return { packets: n, packetsPerSecond: slope, sequenceGaps: gaps, timestampSteps: steps, offsetMin, offsetMax, offsetP1: percentile(0.01), offsetP99: percentile(0.99) };
 }
 
 /** The packets received between `fromNs` and `toNs` (CLOCK_REALTIME). */

@@ -107,6 +107,55 @@ export class RtpReceiver {
   }
 
   /**
+   * Statistics over the audio window: from the first to the last 10 ms block whose peak is above
+   * `thresholdDbfs`, less `marginSeconds` at each end (a decoder's start, the bridge's 5 ms fade-in
+   * and its trim of a start-up burst). The output sends digital silence before and after a
+   * caller, so a fixed window from the caller's start measures silence that is correct output.
+   * `audioSeconds` is the window's length before the margins; `dropouts` counts silent blocks
+   * (peak below the threshold) inside it: a gap in the audio is reported, not averaged away.
+   */
+  audioStats(marginSeconds = 0.2, thresholdDbfs = -40): RtpStats & { audioSeconds: number; dropouts: number; startSeconds: number } {
+    const rate = 48000;
+    const block = rate / 100;
+    const left = this.samples[0] ?? [];
+    const right = this.samples[1] ?? [];
+    const frames = Math.min(left.length, right.length);
+    const threshold = 10 ** (thresholdDbfs / 20);
+    const loud: boolean[] = [];
+    for (let b = 0; b * block < frames; b++) {
+      let peak = 0;
+      for (let i = b * block; i < Math.min(frames, (b + 1) * block); i++) peak = Math.max(peak, Math.abs(left[i] ?? 0), Math.abs(right[i] ?? 0));
+      loud.push(peak >= threshold);
+    }
+    const first = loud.indexOf(true);
+    const last = loud.lastIndexOf(true);
+    const base = this.stats(0, 0);
+    if (first < 0) return { ...base, rmsDbfs: base.rmsDbfs.map(() => -240), audioSeconds: 0, dropouts: 0, startSeconds: 0 };
+    const dropouts = loud.slice(first, last + 1).filter((x) => !x).length;
+    const start = first * block + Math.round(marginSeconds * rate);
+    const end = Math.max(start, (last + 1) * block - Math.round(marginSeconds * rate));
+    const levels = [left, right].map((channel) => {
+      let sum = 0;
+      let peak = 0;
+      for (let i = start; i < end; i++) {
+        const x = channel[i] ?? 0;
+        sum += x * x;
+        peak = Math.max(peak, Math.abs(x));
+      }
+      const rms = end > start ? Math.sqrt(sum / (end - start)) : 0;
+      return { rms: 20 * Math.log10(rms || 1e-12), peak: 20 * Math.log10(peak || 1e-12) };
+    });
+    return {
+      ...base,
+      rmsDbfs: levels.map((l) => l.rms),
+      peakDbfs: levels.map((l) => l.peak),
+      audioSeconds: ((last + 1 - first) * block) / rate,
+      dropouts,
+      startSeconds: (first * block) / rate,
+    };
+  }
+
+  /**
    * The received audio as interleaved stereo float samples (-1..1, 48 kHz), `skipSeconds` of the
    * start and `tailSeconds` of the end left out.
    */
