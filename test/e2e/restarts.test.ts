@@ -58,13 +58,17 @@ void t.test('metrics through real child restarts: no gap, counters only grow, no
     await scraper;
   });
 
-  // Two callers one after the other: each leaves, so its child ends (EOS) and a new one starts.
+  // Two callers one after the other. A caller leaving no longer ends the child (srtsrc keeps
+  // listening, the clock bridge sends silence: docs/clock.md), so each child is killed once its
+  // caller is done, and the supervisor starts a new one.
   for (let round = 1; round <= 2; round++) {
-    await waitForPipeline(engine, id, (p) => p.state === 'running' && p.restarts === round - 1, `running, round ${round}`);
+    const running = await waitForPipeline(engine, id, (p) => p.state === 'running' && p.restarts === round - 1, `running, round ${round}`);
     const sender = sendSine({ port, amplitude: 0.3, seconds: 3 });
     t.teardown(() => sender.stop());
     t.equal(await sender.done, 0, `caller ${round} sent its 3 s`);
-    await waitForPipeline(engine, id, (p) => p.restarts === round, `restart after caller ${round}`, 20_000);
+    await new Promise((resolve) => setTimeout(resolve, 1000)); // its audio plays out of the jitter buffer
+    if (running.pid !== null) process.kill(running.pid, 'SIGKILL');
+    await waitForPipeline(engine, id, (p) => p.restarts === round, `restart after child ${round} was killed`, 20_000);
   }
   await waitForPipeline(engine, id, (p) => p.state === 'running', 'running after the second restart');
   await new Promise((resolve) => setTimeout(resolve, 1500)); // a few statistics of the new, idle child
@@ -116,7 +120,7 @@ function emptyCaller(port: number): Promise<void> {
   });
 }
 
-void t.test('SRT callers that connect and send nothing: restarted soon, never backed off', async (t) => {
+void t.test('SRT callers that connect and send nothing: the child keeps listening, never backed off', async (t) => {
   const engine = await startEngine(t);
   const port = await freeUdpPort();
   const made = await createPipeline(engine, { srtPort: port });
@@ -132,19 +136,19 @@ void t.test('SRT callers that connect and send nothing: restarted soon, never ba
     watching = false;
     await watcher;
   });
+  const first = await waitForPipeline(engine, made.id, (p) => p.state === 'running', 'running');
   for (let round = 1; round <= 3; round++) {
-    const before = await waitForPipeline(engine, made.id, (p) => p.state === 'running' && p.restarts === round - 1, `running, round ${round}`);
-    const gone = Date.now();
     await emptyCaller(port);
-    const back = await waitForPipeline(engine, made.id, (p) => p.state === 'running' && p.restarts === round, `running again after empty caller ${round}`, 20_000);
-    t.not(back.pid, before.pid, `round ${round}: a new child (running ${Date.now() - gone} ms after the caller started)`);
-    t.match(back.last_error, /source ended before sending any audio/);
+    // srtsrc keeps listening after a caller leaves (docs/clock.md): the same child waits for the next.
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    const after = await get(engine, made.id);
+    t.equal(after.pid, first.pid, `round ${round}: the same child (pid ${String(after.pid)})`);
+    t.equal(after.state, 'running', `round ${round}: running`);
+    t.equal(after.restarts, 0, `round ${round}: no restart`);
   }
   watching = false;
   await watcher;
   t.notOk(seen.has('backoff'), `never in back-off (states seen: ${[...seen].join(', ')})`);
-  const exits = engine.logs.filter((l) => l.pipeline_id === made.id && l.event === 'exit');
-  t.ok(exits.every((l) => l.class === 'no-data' && l.level === 30), 'logged as info, class no-data, not as a failure');
   t.notOk(engine.logs.some((l) => l.pipeline_id === made.id && l.event === 'retry'), 'no back-off scheduled');
 });
 
@@ -165,7 +169,7 @@ function emptyIcecastSource(port: number, password: string): Promise<string> {
   });
 }
 
-void t.test('Icecast sources that connect and send nothing: the station restarts soon, never backed off', async (t) => {
+void t.test('Icecast sources that connect and send nothing: the station plays on, never backed off', async (t) => {
   const number = await freeStationNumber();
   const password = 'quiet source';
   const engine = await startEngine(t, { extraToml: stationToml({ id: 'empty-ice', number, rtpPort: 9, harbor: 'icecast', password }) });
@@ -176,17 +180,19 @@ void t.test('Icecast sources that connect and send nothing: the station restarts
     const before = await eventually(async () => {
       const s = await station();
       seen.add(s.state);
-      return s.pid !== null && s.restarts === round - 1 ? s : undefined;
+      return s.pid !== null && s.state === 'running' ? s : undefined;
     }, 20_000, `a child waiting for a source, round ${round}`);
     const status = await emptyIcecastSource(harborPortOf(number), password);
     t.match(status, /^HTTP\/1\.[01] (100|200)/, `round ${round}: the source was accepted (${status})`);
     const started = Date.now();
+    // The harbor keeps a child that got no audio for the next source; if it was replaced, the new
+    // one is there at once (no back-off). Either way the station runs again within a few seconds.
     const back = await eventually(async () => {
       const s = await station();
       seen.add(s.state);
-      return s.restarts === round && s.pid !== null && s.pid !== before.pid ? s : undefined;
-    }, 20_000, `a new child after empty source ${round}`);
-    t.match(back.last_error, /source ended before sending any audio|stream ended before any audio/, `round ${round}: ${back.last_error ?? ''} (new child ${Date.now() - started} ms after the source left)`);
+      return s.state === 'running' && s.pid !== null ? s : undefined;
+    }, 20_000, `running after empty source ${round}`);
+    t.ok(back.restarts <= before.restarts + 1, `round ${round}: at most one restart (${before.restarts} -> ${back.restarts}, running ${Date.now() - started} ms after the source left)`);
   }
   t.notOk(seen.has('backoff'), `never in back-off (states seen: ${[...seen].join(', ')})`);
   t.notOk(engine.logs.some((l) => l.station_id === 'empty-ice' && l.event === 'retry'), 'no back-off scheduled');
