@@ -24,6 +24,7 @@ const int = (min: number, max: number) => ({ kind: 'int', min, max }) as const;
 const num = (min: number, max: number, decimals = 3) => ({ kind: 'number', min, max, decimals }) as const;
 const bool = { kind: 'bool' } as const;
 const name = { kind: 'element-name' } as const;
+const U32 = 4294967295;
 const I64_NS = 9007199254740991; // ns values stay within JS safe integers
 
 export const ELEMENTS = {
@@ -56,6 +57,13 @@ export const ELEMENTS = {
   audioresample: { name },
   // The clock bridge (gst-plugins, docs/elements-clockbridge.md): the jitter buffer and adaptive
   // resampler from the sender's clock to the pipeline clock, which it provides.
+  // Stations' Icecast (stdin) graphs keep the 1 s queue in place of the bridge (compile.ts).
+  queue: {
+    name,
+    'max-size-time': int(0, I64_NS),
+    'max-size-buffers': int(0, U32),
+    'max-size-bytes': int(0, U32),
+  },
   clockbridge: {
     name,
     'clock-source': { kind: 'clock-source' },
@@ -66,7 +74,7 @@ export const ELEMENTS = {
   },
   level: { name, interval: int(10_000_000, I64_NS), 'post-messages': bool },
   // buffer: empty = no queue to read (the clock bridge reports its own FIFO in its message).
-  pipelinestats: { name, interval: int(10_000_000, I64_NS), source: name, buffer: { kind: 'enum', values: [''] }, payloader: name, sink: name },
+  pipelinestats: { name, interval: int(10_000_000, I64_NS), source: name, buffer: { kind: 'enum', values: ['', 'buffer'] }, payloader: name, sink: name },
   loudnorm: { name, target: num(-70, -5), 'true-peak': num(-9, 0), interval: int(10_000_000, I64_NS) },
   parametriceq: { name, bands: { kind: 'eq-bands' } },
   rtpL24pay: { name, pt: int(96, 127), 'min-ptime': int(0, I64_NS), 'max-ptime': int(-1, I64_NS) },

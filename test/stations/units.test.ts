@@ -46,10 +46,14 @@ void t.test('the stdin input is internal: the compiler writes fdsrc fd=0, the RE
   t.notOk(argv.includes('tsdemux'));
   t.ok(argv.includes('async=true'), 'the stdin graph prerolls at its sink');
   t.notOk(argv.some((a) => a.startsWith('srtsrc')));
-  t.ok(argv.includes('clockbridge'), 'the stdin input goes through the clock bridge too (sources send in bursts)');
+  // Not yet through the clock bridge: its 0.5 s depth cuts the 1 s Ogg pages Icecast sources send
+  // (docs/clock.md, Not met yet); the 1 s queue holds them.
+  t.notOk(argv.includes('clockbridge'), 'the stdin input keeps the queue, not the clock bridge');
+  t.ok(argv.includes('queue') && argv.includes('buffer=buffer'), 'the queue, read by pipelinestats');
   const srt = compilePipeline(parsePipelineSpec({ name: 'x', input: { type: 'srt', port: 9000 }, output }), { statsIntervalMs: 1000, packetsPerSend: 4, clockSource: 'tai', jitterMs: 20 });
   t.ok(srt.includes('async=false'), 'SRT graphs are unchanged');
   t.ok(srt.includes('tsdemux'), 'SRT graphs demultiplex MPEG-TS themselves');
+  t.ok(srt.includes('clockbridge'), 'SRT graphs run through the clock bridge');
   t.throws(() => parsePipelineSpec({ name: 'x', input: { type: 'stdin' }, output }), ValidationError);
 });
 
