@@ -194,15 +194,13 @@ function registerCapacityMetrics(registry: Registry, pipelines: SupervisedSource
   });
   new Gauge({
     name: 'audio_engine_pipeline_realtime_ratio',
-    help: 'Output RTP packets per second of host time / 1000 over the last window while receiving (1 = real time).',
+    help: 'Output RTP packets per second of host time / 1000 over the last window while receiving (1 = real time); NaN while not receiving.',
     labelNames: ['pipeline_id'],
     registers: [registry],
     collect() {
       this.reset();
-      for (const { record } of pipelines.entries()) {
-        const ratio = capacity.pipeline(record.id).realtime_ratio;
-        if (ratio !== null) this.set({ pipeline_id: record.id }, ratio);
-      }
+      // Like every per-pipeline series, it exists from creation to deletion: NaN while unknown.
+      for (const { record } of pipelines.entries()) this.set({ pipeline_id: record.id }, capacity.pipeline(record.id).realtime_ratio ?? Number.NaN);
     },
   });
 }

@@ -3,7 +3,8 @@
  * cannot move its own sockets there): `nsenter --target PID --net -- node --import tsx
  * test/helpers/rtp-receive-cli.ts PORT SECONDS` binds 127.0.0.1:PORT of that namespace, prints
  * `listening` once bound, receives until its stdin ends or SECONDS (at most 120) pass, then
- * prints RtpReceiver.stats(1.0, 0.5) as one JSON line and exits.
+ * prints RtpReceiver.audioStats(0.5) (the level over the audio window: the output carries silence
+ * until the caller's audio comes) as one JSON line and exits.
  */
 import { RtpReceiver } from './rtp-receiver.js';
 
@@ -23,6 +24,6 @@ await new Promise<void>((resolve) => {
   });
   process.stdin.resume();
 });
-const stats = receiver.stats(1.0, 0.5);
+const stats = receiver.audioStats(0.5);
 await receiver.close();
 process.stdout.write(`${JSON.stringify(stats)}\n`);
