@@ -100,6 +100,9 @@ void t.test('EQ gain at the tone +6 dB while playing: level +6.0 ±0.1 dB, no RT
   const sender = sendSine({ port: srtPort, amplitude, frequency, seconds: 30, codec: 'aac' });
   t.teardown(() => sender.stop());
   t.ok(await receiver.waitForPackets(9000, 20_000), 'audio arrives');
+  // The output sends from the child's start (silence before the caller's audio, the clock bridge):
+  // 9000 packets are not yet 9 s of tone, so the loudness step gets 3 s more to settle its gain.
+  await sleep(3000);
   const before = await api<PipelineView>(engine, 'GET', `/api/v1/pipelines/${id}`);
   const framesAtChange = receiver.stats(0, 0).frames;
   const changed = await api<Changed>(engine, 'PATCH', `/api/v1/pipelines/${id}`, {
