@@ -201,7 +201,6 @@ export function processingCaps(channels: number): string {
 
 /** Caps filters the compiler may write: fixed strings, no user values. */
 export const CAPS = {
-  processingFormat: processingCaps(2),
   /**
    * Every audio format tsdemux (1.22) can put out: its audio pad template plus SMPTE 302M, which
    * comes out of a private pad. The filter makes gst-launch link the first audio stream of the

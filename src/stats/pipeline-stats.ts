@@ -228,8 +228,12 @@ export class PipelineStats {
     return { connected: srt.connected, rttMs: srt.connected ? srt.rttMs : 0, receiveRateMbps: srt.connected ? srt.receiveRateMbps : 0 };
   }
 
-  /** Fill of the buffer before processing, 0 to 1; 0 without a current report. */
+  /**
+   * Fill of the buffer before processing, 0 to 1; 0 without a current report: the clock bridge's
+   * FIFO against the fill it keeps (its setpoint), or a station's Icecast graph's 1 s queue.
+   */
   bufferFill(): number {
+    if (this.clock !== undefined) return this.clock.setpointSeconds > 0 ? this.clock.fillSeconds / this.clock.setpointSeconds : 0;
     return this.transport?.buffer?.fill ?? 0;
   }
 
