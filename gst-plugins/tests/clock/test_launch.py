@@ -210,10 +210,15 @@ if steady_msgs:
     print("info   drift-ppm %.1f (mean of %d readings after 30 s; the sender runs +1000 ppm)"
           % (drift, len(steady_msgs)), flush=True)
     check("drift-ppm positive for a fast sender (%.1f)" % drift, drift > 0)
-    fill, setpoint = float(last["fill"]), float(last["setpoint"])
-    check_timing("fill %.4f s near the setpoint %.4f s (+-3 ms; target 0.150 s + the input's "
-          "saw-tooth depth)" % (fill, setpoint), abs(fill - setpoint) < 0.003)
-    check("setpoint above the target", setpoint >= 0.15)
+    # The setpoint follows the input's saw-tooth depth and may step up at any reading (a CI run
+    # caught one step of +22 ms on the last reading before the stall, with the fill still on the old
+    # value): the loop is judged on the median distance over the steady readings, not one sample.
+    offsets = sorted(abs(float(f["fill"]) - float(f["setpoint"])) for f in steady_msgs)
+    median = offsets[len(offsets) // 2]
+    check_timing("fill near the setpoint: median |fill - setpoint| %.4f s over %d readings "
+          "(< 3 ms; largest %.4f s; last fill %s, setpoint %s)"
+          % (median, len(offsets), offsets[-1], last["fill"], last["setpoint"]), median < 0.003)
+    check("setpoint above the target", float(last["setpoint"]) >= 0.15)
     check_timing("no underrun before the stall (%s)" % last["underruns"], last["underruns"] == "0")
     check("input-active while playing", last["input-active"] == "true")
     for key in ("drift-ppm", "fill", "target", "setpoint", "underruns", "overruns",
