@@ -125,7 +125,10 @@ export class Station {
         log: this.log,
         note: (text) => this.supervisor.note(text),
         claimInput: () => this.claimInput(),
-        returnInput: (input) => this.usedInputs.delete(input),
+        returnInput: (input) => {
+          this.usedInputs.delete(input);
+          this.supervisor.inputReturned(input);
+        },
         renewInput: (input) => void this.renewInput(input),
         playing: () => this.supervisor.snapshot().state === 'running',
         now: deps.now,
@@ -405,6 +408,7 @@ export class Station {
       const input = this.supervisor.input();
       if (input !== undefined && !this.usedInputs.has(input) && !input.destroyed && !input.writableEnded) {
         this.usedInputs.add(input);
+        this.supervisor.inputTaken(input);
         return input;
       }
       if (this.deps.now() >= until) return undefined;

@@ -35,7 +35,7 @@ export interface SupervisorDeps {
   hostOverloaded?: () => boolean;
   /**
    * A child that has not reached PLAYING this long after it started is killed and restarted (a
-   * stdin child: twice this long after its input was handed to a source).
+   * stdin child: twice this long after a source took its input; see inputTaken).
    */
   readyTimeoutMs: number;
   /** After gst-launch says the pipeline would not preroll, how long it may take to exit before it is killed. */
@@ -104,8 +104,6 @@ export class PipelineSupervisor {
   private watchdog: NodeJS.Timeout | undefined;
   /** Kills a child that does not reach PLAYING in time (or hangs after a preroll failure). */
   private readyTimer: NodeJS.Timeout | undefined;
-  /** The stdin child whose input was handed out (its ready deadline runs from then). */
-  private inputHandedTo: ChildProcess | undefined;
   /** Why the supervisor itself killed the child, to report instead of the signal. */
   private killedBy: SupervisorKill | undefined;
   /** What the log says about SRT callers (kept across children: a refused caller retries). */
@@ -219,15 +217,26 @@ export class PipelineSupervisor {
   /** The current child's stdin (only with the `stdin` option), while the child is starting or running. */
   input(): Writable | undefined {
     if (this.state !== 'starting' && this.state !== 'running') return undefined;
+    return this.child?.stdin;
+  }
+
+  /**
+   * A source took the current child's stdin. A stdin graph prerolls only once data comes, so its
+   * start deadline runs from here (again for every source), twice the usual: the harbor owns the
+   * judgment of a source (nothing for 10 s, audio not playing 10 s after the connection, or not
+   * 3 s after the source left: the source is ended and the child returned or replaced, with no
+   * failure); this deadline is only the backstop behind those bounds.
+   */
+  inputTaken(input: Writable): void {
     const child = this.child;
-    if (child?.stdin === undefined) return undefined;
-    // A stdin graph prerolls only once data comes: its ready deadline starts when a source gets it,
-    // and is twice the usual, so that a source that sends nothing is ended by the harbor's own idle
-    // bound (10 s: stdin ends, "no data", no back-off) before it could count as a child failure.
+    if (child === undefined || child.stdin !== input || this.state !== 'starting') return;
     const deadline = 2 * this.deps.readyTimeoutMs;
-    if (this.inputHandedTo !== child && this.state === 'starting') this.armReadyTimer(child, deadline, { cause: 'not-playing', afterMs: deadline });
-    this.inputHandedTo = child;
-    return child.stdin;
+    this.armReadyTimer(child, deadline, { cause: 'not-playing', afterMs: deadline });
+  }
+
+  /** The source gave the stdin back without writing a byte: the child waits for the next source, with no deadline. */
+  inputReturned(input: Writable): void {
+    if (this.child?.stdin === input && this.state === 'starting') this.stopReadyTimer();
   }
 
   /** Adds an engine line to the output ring (with the `traceInLog` option: a station's own events). */

@@ -89,7 +89,7 @@ void t.test('chained Ogg plays on in the same child', async (t) => {
     t.same(titles, ['Chain A', 'Chain B'], 'the title of each chain is stored and logged');
   });
 
-  await t.test('ices2: playlist input re-encoded, a new chain per track', { todo: 'after the merge of the start watchdog and the no-data exit class, the child did not end with the single clean exit this test expects at the end of ices2\'s playlist (one run); meanwhile this subtest\'s checks are reported, not enforced' }, async (t) => {
+  await t.test('ices2: playlist input re-encoded, a new chain per track', async (t) => {
     const a = sineFile(dir, 'ices-a', { codec: 'ogg', seconds: 4, amplitude: 0.4, title: 'Ices A' });
     const b = sineFile(dir, 'ices-b', { codec: 'ogg', seconds: 4, amplitude: 0.4, title: 'Ices B' });
     const ices = await playsOn(t, engine, receiver, () => runIces2(t, { dir, port, password: PASSWORD, mount: '/ices.ogg', files: [a.file, b.file], timeoutMs: 40_000 }), { what: 'ices2', amplitude: 0.4, minSeconds: 6 });
