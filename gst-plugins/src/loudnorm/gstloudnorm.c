@@ -43,6 +43,14 @@ enum
   PROP_MAX_GAIN,
   PROP_POST_MESSAGES,
   PROP_INTERVAL,
+  PROP_RESET_MEASUREMENT,
+};
+
+enum
+{
+  RESET_IDLE,
+  RESET_REQUESTED,
+  RESET_RUNNING,
 };
 
 #define DEFAULT_TARGET (-23.0)
@@ -119,6 +127,15 @@ gst_loudnorm_class_init (GstLoudnormClass * klass)
           "Interval of stream time between messages (ns)", MIN_INTERVAL,
           G_MAXUINT64, DEFAULT_INTERVAL,
           G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS));
+  g_object_class_install_property (gobject_class, PROP_RESET_MEASUREMENT,
+      g_param_spec_boolean ("reset-measurement", "Reset measurement",
+          "Write true to restart the programme measurement of input and "
+          "output (integrated loudness, loudness range, true peak) at the "
+          "next 100 ms step; the gain, momentary and short-term values are "
+          "not touched. Reads true until the reset is done; false does "
+          "nothing", FALSE,
+          G_PARAM_READWRITE | GST_PARAM_MUTABLE_PLAYING |
+          G_PARAM_STATIC_STRINGS));
 
   gst_element_class_set_static_metadata (element_class,
       "EBU R128 loudness normaliser", "Filter/Effect/Audio",
@@ -191,6 +208,12 @@ gst_loudnorm_set_property (GObject * object, guint prop_id,
     case PROP_INTERVAL:
       self->interval = g_value_get_uint64 (value);
       break;
+    case PROP_RESET_MEASUREMENT:
+      /* carried out by the streaming thread at its next 100 ms step; a
+       * request while one runs is served at the step after it */
+      if (g_value_get_boolean (value))
+        g_atomic_int_set (&self->reset_state, RESET_REQUESTED);
+      break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
       break;
@@ -220,6 +243,10 @@ gst_loudnorm_get_property (GObject * object, guint prop_id, GValue * value,
       break;
     case PROP_INTERVAL:
       g_value_set_uint64 (value, self->interval);
+      break;
+    case PROP_RESET_MEASUREMENT:
+      g_value_set_boolean (value,
+          g_atomic_int_get (&self->reset_state) != RESET_IDLE);
       break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
@@ -259,6 +286,9 @@ reset_state (GstLoudnorm * self)
   self->msg_ts = GST_CLOCK_TIME_NONE;
   self->next_ts = GST_CLOCK_TIME_NONE;
   self->need_drain = FALSE;
+  /* everything starts again: a pending measurement reset is served */
+  self->out_reset_in = -1;
+  g_atomic_int_set (&self->reset_state, RESET_IDLE);
 }
 
 static gboolean
@@ -377,6 +407,8 @@ post_message (GstLoudnorm * self, GstClockTime ts, guint64 frames)
       floor_db (ln_meter_short_term (self->in_meter)),
       "input-integrated", G_TYPE_DOUBLE,
       floor_db (ln_meter_integrated (self->in_meter)),
+      "measured", G_TYPE_DOUBLE,
+      ln_meter_measured_seconds (self->in_meter),
       "input-loudness-range", G_TYPE_DOUBLE,
       ln_meter_loudness_range (self->in_meter),
       "input-true-peak", G_TYPE_DOUBLE,
@@ -513,6 +545,42 @@ apply_properties (GstLoudnorm * self, gboolean * post, guint64 * interval)
   GST_OBJECT_UNLOCK (self);
 }
 
+/* reset-measurement, at a chunk boundary.  The input measurement restarts
+ * on a 100 ms step boundary of the input meter; the output's restarts once
+ * the audio of that instant leaves the limiter's delay line (the first chunk
+ * boundary at least `delay` frames later, at most 63 frames after), so both
+ * describe the same programme.  Nothing else changes: the chunks are cut
+ * as without a reset, so the output samples are the same. */
+static void
+measurement_reset_before (GstLoudnorm * self)
+{
+  if (self->out_reset_in >= 0
+      || ln_meter_frames_to_step (self->in_meter) != (self->rate / 100) * 10
+      || !g_atomic_int_compare_and_exchange (&self->reset_state,
+          RESET_REQUESTED, RESET_RUNNING))
+    return;
+  GST_INFO_OBJECT (self, "input measurement restarted after %.3f s",
+      ln_meter_measured_seconds (self->in_meter));
+  ln_meter_reset_measurement (self->in_meter);
+  self->out_reset_in = ln_limiter_delay (self->limiter);
+}
+
+static void
+measurement_reset_after (GstLoudnorm * self, guint64 n)
+{
+  if (self->out_reset_in < 0)
+    return;
+  self->out_reset_in -= (gint64) MIN (n, (guint64) self->out_reset_in);
+  if (self->out_reset_in > 0)
+    return;
+  ln_meter_reset_measurement (self->out_meter);
+  self->out_reset_in = -1;
+  /* fails when a new request came meanwhile: it stays requested */
+  g_atomic_int_compare_and_exchange (&self->reset_state, RESET_RUNNING,
+      RESET_IDLE);
+  GST_INFO_OBJECT (self, "output measurement restarted");
+}
+
 static GstFlowReturn
 gst_loudnorm_transform_ip (GstBaseTransform * trans, GstBuffer * buf)
 {
@@ -549,7 +617,9 @@ gst_loudnorm_transform_ip (GstBaseTransform * trans, GstBuffer * buf)
           gst_util_uint64_scale_round (off, GST_SECOND, self->rate) :
           GST_CLOCK_TIME_NONE;
     }
+    measurement_reset_before (self);
     process_chunk (self, (gfloat *) map.data + off * self->channels, (guint) n);
+    measurement_reset_after (self, n);
     off += n;
     self->msg_frames += n;
     if (self->msg_frames >= interval_frames) {
@@ -595,7 +665,16 @@ drain (GstLoudnorm * self)
     gst_buffer_map (buf, &map, GST_MAP_WRITE);
     memset (map.data, 0, map.size);
     ln_limiter_process (self->limiter, (gfloat *) map.data, d);
-    ln_meter_process (self->out_meter, (gfloat *) map.data, d);
+    if (self->out_reset_in >= 0 && self->out_reset_in < d) {
+      /* the output measurement restarts inside the drained frames */
+      guint k = (guint) self->out_reset_in;
+      ln_meter_process (self->out_meter, (gfloat *) map.data, k);
+      measurement_reset_after (self, k);
+      ln_meter_process (self->out_meter, (gfloat *) map.data + k * ch, d - k);
+    } else {
+      ln_meter_process (self->out_meter, (gfloat *) map.data, d);
+      measurement_reset_after (self, d);
+    }
     gst_buffer_unmap (buf, &map);
     GST_BUFFER_PTS (buf) = self->next_ts;
     GST_BUFFER_DURATION (buf) =

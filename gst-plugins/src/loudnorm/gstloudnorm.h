@@ -26,6 +26,11 @@ struct _GstLoudnorm
   guint64 interval;
   GstClockTime latency;         /* ours, set at caps; under the object lock */
 
+  /* reset-measurement: RESET_IDLE, RESET_REQUESTED (by the setter, any
+   * thread) or RESET_RUNNING (the input measurement restarted, the output's
+   * follows); atomic */
+  gint reset_state;
+
   /* streaming state */
   guint rate, channels;
   LnMeter *in_meter, *out_meter;
@@ -39,6 +44,8 @@ struct _GstLoudnorm
   GstClockTime msg_ts;          /* timestamp of its first frame */
   GstClockTime next_ts;         /* end of the last input buffer */
   gboolean need_drain;
+  gint64 out_reset_in;          /* frames until the output measurement restarts;
+                                 * -1: none due */
 };
 
 GST_ELEMENT_REGISTER_DECLARE (loudnorm);

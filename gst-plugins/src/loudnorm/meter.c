@@ -45,6 +45,12 @@ struct LnMeter
   LnTruePeak *tp;
   double peak;
   unsigned long long frames;
+  /* the programme measurement (ihist, lhist, peak) since the start or the
+   * last ln_meter_reset_measurement: */
+  unsigned long long meas_sub;  /* first sub-block wholly inside it */
+  unsigned long long meas_frames;       /* frames fed since */
+  unsigned tp_skip;             /* true-peak frames still describing audio
+                                 * from before it (the interpolator's delay) */
 };
 
 void
@@ -235,6 +241,24 @@ ln_meter_reset (LnMeter * m)
     ln_tp_reset (m->tp);
   m->peak = 0.0;
   m->frames = 0;
+  m->meas_sub = 0;
+  m->meas_frames = 0;
+  m->tp_skip = 0;
+}
+
+void
+ln_meter_reset_measurement (LnMeter * m)
+{
+  memset (&m->ihist, 0, sizeof m->ihist);
+  memset (&m->lhist, 0, sizeof m->lhist);
+  m->peak = 0.0;
+  /* a sub-block under way holds audio from before: the measurement starts
+   * at the next sub-block boundary */
+  m->meas_sub = m->nsub + (m->sub_pos > 0 ? 1 : 0);
+  m->meas_frames = 0;
+  /* the peaks found when the next LN_TP_DELAY frames arrive describe the
+   * waveform before this instant */
+  m->tp_skip = m->tp ? LN_TP_DELAY : 0;
 }
 
 size_t
@@ -400,12 +424,13 @@ finish_sub_block (LnMeter * m)
       double eb = m->sum_m / (double) (SUBS_M * m->sub_len);
       double lb = energy_to_lufs (eb);
       int in = lb >= ABS_GATE;
-      if (in)
+      if (in && m->nsub >= m->meas_sub + SUBS_M)
         hist_add (&m->ihist, eb, lb);
       window_push (m, eb, in);
     }
   }
-  if (m->nsub >= SUBS_S && (m->nsub - SUBS_S) % m->cfg.lra_step == 0) {
+  if (m->nsub >= m->meas_sub + SUBS_S
+      && (m->nsub - m->meas_sub - SUBS_S) % m->cfg.lra_step == 0) {
     double es = m->sum_s / (double) (SUBS_S * m->sub_len);
     double ls = energy_to_lufs (es);
     if (ls >= ABS_GATE)
@@ -421,7 +446,13 @@ ln_meter_process (LnMeter * m, const float *x, size_t frames)
   const unsigned nch = m->cfg.channels;
 
   if (m->tp) {
-    for (size_t off = 0; off < frames; off += TP_BLOCK) {
+    size_t skip = m->tp_skip < frames ? m->tp_skip : frames;
+    if (skip > 0) {
+      /* through the interpolator (its history), but not into the peak */
+      ln_tp_process (m->tp, x, skip, (float) m->peak, NULL);
+      m->tp_skip -= (unsigned) skip;
+    }
+    for (size_t off = skip; off < frames; off += TP_BLOCK) {
       size_t n = frames - off < TP_BLOCK ? frames - off : TP_BLOCK;
       float p = ln_tp_process (m->tp, x + off * nch, n, (float) m->peak, NULL);
       if (p > m->peak)
@@ -429,6 +460,7 @@ ln_meter_process (LnMeter * m, const float *x, size_t frames)
     }
   }
   m->frames += frames;
+  m->meas_frames += frames;
   while (frames > 0) {
     size_t n = m->sub_len - m->sub_pos;
     if (n > frames)
@@ -523,4 +555,10 @@ unsigned long long
 ln_meter_frames (const LnMeter * m)
 {
   return m->frames;
+}
+
+double
+ln_meter_measured_seconds (const LnMeter * m)
+{
+  return (double) m->meas_frames / (double) m->cfg.rate;
 }

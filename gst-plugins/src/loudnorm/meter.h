@@ -6,7 +6,8 @@
  * summed into 10 ms sub-blocks; momentary (400 ms) and short-term (3 s) are
  * running sums over a ring of sub-blocks.  Integrated loudness and loudness
  * range are kept as histograms of 0.1 LU bins (count + energy sum per bin),
- * so memory is constant however long the stream.  A second, sliding gated
+ * so memory is constant however long the stream; the programme measurement
+ * (integrated, LRA, true peak) can be restarted without touching the rest.  A second, sliding gated
  * measure over the last `window_blocks` gating blocks serves as the
  * reference of the normaliser. */
 #ifndef LN_METER_H
@@ -49,8 +50,25 @@ double ln_meter_loudness_range (const LnMeter * m);
 double ln_meter_window (const LnMeter * m);     /* sliding gated loudness */
 unsigned ln_meter_window_count (const LnMeter * m);     /* blocks above -70 in it */
 void ln_meter_reset_window (LnMeter * m);       /* forget the sliding window only */
-double ln_meter_true_peak (const LnMeter * m);  /* linear, max since reset */
-unsigned long long ln_meter_frames (const LnMeter * m);
+double ln_meter_true_peak (const LnMeter * m);  /* linear, max of the measurement */
+unsigned long long ln_meter_frames (const LnMeter * m); /* since ln_meter_reset */
+
+/* Programme measurement: integrated loudness, loudness range and true peak
+ * describe the audio since ln_meter_reset or the last call of this, which
+ * forgets them (the gating blocks, the short-term values of the LRA, the
+ * maximum true peak) and keeps everything else: filter states, momentary,
+ * short-term, the sliding window and ln_meter_frames.  Afterwards only
+ * audio fed after the call counts, as for a meter started at that instant:
+ * a gating block (400 ms) or an LRA short-term value (3 s) counts only if
+ * it lies wholly after the call (so ln_meter_integrated is -HUGE_VAL until
+ * 400 ms have been fed, the LRA starts after 3 s), and the true peaks that
+ * the interpolator reports for the LN_TP_DELAY frames after the call (which
+ * describe the waveform before it) are left out.  Called in the middle of a
+ * 10 ms sub-block, the measurement starts at the end of that sub-block. */
+void ln_meter_reset_measurement (LnMeter * m);
+/* Seconds of audio fed since ln_meter_reset or the last
+ * ln_meter_reset_measurement. */
+double ln_meter_measured_seconds (const LnMeter * m);
 
 /* K-weighting coefficients for a rate: b[0..2], a[1..2] of the shelving
  * stage then of the high-pass stage (as libebur128 derives them). */

@@ -12,7 +12,7 @@ LINE = re.compile(r'^Got message #\d+ from element "([^"]+)" \(element\): loudno
 FIELD = re.compile(r'([a-z-]+)=\((guint64|double)\)([^,]+)')
 UINT_FIELDS = ["timestamp", "stream-time", "running-time", "duration"]
 DOUBLE_FIELDS = ["input-momentary", "input-short-term", "input-integrated",
-                 "input-loudness-range", "input-true-peak", "gain",
+                 "measured", "input-loudness-range", "input-true-peak", "gain",
                  "output-momentary", "output-short-term", "output-integrated",
                  "output-true-peak"]
 failures = 0
@@ -62,6 +62,10 @@ check("output-integrated near -23 (%s)" % last["output-integrated"][1],
 check("timestamps step by the interval",
       all(abs(int(msgs[i + 1]["timestamp"][1]) - int(msgs[i]["timestamp"][1]) - 500000000) <= 1
           for i in range(len(msgs) - 2)))
+
+check("measured = seconds of input since the start (%s)" % last["measured"][1],
+      abs(float(last["measured"][1]) - 10.0) < 1e-9
+      and abs(float(msgs[0]["measured"][1]) - 0.5) < 1e-9)
 
 print("silence")
 msgs = run("audiotestsrc wave=silence", 2)

@@ -171,6 +171,96 @@ run_window (void)
   free (x);
 }
 
+/* ln_meter_reset_measurement: 20 s of loud programme, a reset, 20 s of quiet
+ * programme.  Integrated, LRA and true peak then equal libebur128 fed the
+ * quiet part alone; momentary, short-term, the sliding window and the frame
+ * count are bit for bit those of a meter without the reset; integrated is
+ * -inf until the first 400 ms block after the reset completes. */
+static void
+run_reset_measurement (void)
+{
+  const unsigned rate = 48000, ch = 2;
+  const size_t part = 20 * rate;
+  float *loud = malloc (part * ch * sizeof (float));
+  float *quiet = malloc (part * ch * sizeof (float));
+  synth (loud, part, ch, rate);
+  synth (quiet, part, ch, rate);
+  for (size_t i = 0; i < part * ch; i++) {
+    loud[i] *= 3.0f;            /* about +10 dB */
+    quiet[i] *= 0.3f;           /* about -10 dB */
+  }
+  printf ("reset of the measurement (20 s loud, reset, 20 s quiet)\n");
+  LnMeterConfig cfg = { rate, ch, NULL, 1, 100, 300 };
+  LnMeter *m = ln_meter_new (&cfg), *plain = ln_meter_new (&cfg);
+  ebur128_state *st = ebur128_init (ch, rate,
+      EBUR128_MODE_I | EBUR128_MODE_LRA | EBUR128_MODE_TRUE_PEAK);
+  ln_meter_process (m, loud, part);
+  ln_meter_process (plain, loud, part);
+  ln_meter_reset_measurement (m);
+  check ("integrated right after the reset", ln_meter_integrated (m),
+      -HUGE_VAL, 0);
+  check ("measured seconds right after", ln_meter_measured_seconds (m), 0.0, 0);
+  check ("true peak right after", ln_meter_true_peak (m), 0.0, 0);
+  /* 390 ms: no block yet; 400 ms: the first */
+  size_t k = rate * 39 / 100;
+  ln_meter_process (m, quiet, k);
+  ln_meter_process (plain, quiet, k);
+  check ("integrated after 390 ms", ln_meter_integrated (m), -HUGE_VAL, 0);
+  ln_meter_process (m, quiet + k * ch, rate / 100);
+  ln_meter_process (plain, quiet + k * ch, rate / 100);
+  k += rate / 100;
+  int first = isfinite (ln_meter_integrated (m));
+  printf ("  integrated finite after 400 ms: %s\n", first ? "ok" : "FAIL");
+  failures += !first;
+  int same = 1;
+  for (; k < part; k += rate / 10) {
+    size_t n = part - k < rate / 10 ? part - k : rate / 10;
+    ln_meter_process (m, quiet + k * ch, n);
+    ln_meter_process (plain, quiet + k * ch, n);
+    same &= ln_meter_momentary (m) == ln_meter_momentary (plain)
+        && ln_meter_short_term (m) == ln_meter_short_term (plain)
+        && ln_meter_window (m) == ln_meter_window (plain)
+        && ln_meter_window_count (m) == ln_meter_window_count (plain);
+  }
+  printf ("  momentary, short-term, window bit-identical to no reset: %s\n",
+      same ? "ok" : "FAIL");
+  failures += !same;
+  check ("frames (since ln_meter_reset)", (double) ln_meter_frames (m),
+      (double) (2 * part), 0);
+  check ("measured seconds", ln_meter_measured_seconds (m), 20.0, 1e-9);
+  EB (ebur128_add_frames_float (st, quiet, part));
+  double i_ref, lra_ref, tp0, tp1;
+  EB (ebur128_loudness_global (st, &i_ref));
+  EB (ebur128_loudness_range (st, &lra_ref));
+  EB (ebur128_true_peak (st, 0, &tp0));
+  EB (ebur128_true_peak (st, 1, &tp1));
+  LnMeter *fresh = ln_meter_new (&cfg);
+  ln_meter_process (fresh, quiet, part);
+  check ("integrated = fresh meter on the quiet part", ln_meter_integrated (m),
+      ln_meter_integrated (fresh), 0.001);
+  check ("LRA = fresh meter on the quiet part", ln_meter_loudness_range (m),
+      ln_meter_loudness_range (fresh), 0.001);
+  ln_meter_free (fresh);
+  /* 0.05 LU apart on this signal: the 0.1 LU bin at the relative gate */
+  check ("integrated = libebur128, quiet part", ln_meter_integrated (m), i_ref,
+      0.1);
+  check ("LRA = libebur128, quiet part", ln_meter_loudness_range (m), lra_ref, 0.1);
+  check ("true peak (dB) = libebur128, quiet",
+      20 * log10 (ln_meter_true_peak (m)), 20 * log10 (fmax (tp0, tp1)), 0.2);
+  printf ("  (without the reset: integrated %.2f, LRA %.2f, true peak %.2f dB)\n",
+      ln_meter_integrated (plain), ln_meter_loudness_range (plain),
+      20 * log10 (ln_meter_true_peak (plain)));
+  if (!(ln_meter_integrated (plain) > i_ref + 5.0)) {
+    printf ("  the loud part does not dominate the plain meter: FAIL\n");
+    failures++;
+  }
+  ebur128_destroy (&st);
+  ln_meter_free (m);
+  ln_meter_free (plain);
+  free (loud);
+  free (quiet);
+}
+
 /* ITU-R BS.1770-4 Annex 2 interpolation filter, phase p tap k multiplies
  * x[n-k]: the reference for ln_tp_process, copied from the recommendation
  * independently of truepeak.c. */
@@ -324,6 +414,7 @@ main (void)
   run_case (48000, 6, 30);
   run_silence ();
   run_window ();
+  run_reset_measurement ();
   /* last: its synth() calls move the shared random sequence of the cases above */
   run_truepeak_reference ();
   printf ("%s (%d failures)\n", failures ? "FAILED" : "PASSED", failures);
