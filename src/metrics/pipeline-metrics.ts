@@ -56,12 +56,14 @@ export function registerPipelineMetrics(registry: Registry, pipelines: Supervise
     loudness((e) => [['input', e.inputMomentary], ['output', e.outputMomentary]]));
   gauge('audio_engine_pipeline_loudness_short_term_lufs', 'Short-term loudness (3 s), LUFS.', lk,
     loudness((e) => [['input', e.inputShortTerm], ['output', e.outputShortTerm]]));
-  gauge('audio_engine_pipeline_loudness_integrated_lufs', 'Integrated (gated) loudness since the current child started, LUFS.', lk,
+  gauge('audio_engine_pipeline_loudness_integrated_lufs', 'Integrated (gated) loudness since the current child started or its measurement was last reset, LUFS.', lk,
     loudness((e) => [['input', e.inputIntegrated], ['output', e.outputIntegrated]]));
-  gauge('audio_engine_pipeline_true_peak_dbtp', 'Highest true peak since the current child started, dBTP.', lk,
+  gauge('audio_engine_pipeline_true_peak_dbtp', 'Highest true peak since the current child started or its measurement was last reset, dBTP.', lk,
     loudness((e) => [['input', e.inputTruePeak], ['output', e.outputTruePeak]]));
-  gauge('audio_engine_pipeline_loudness_range_lu', 'Loudness range (EBU Tech 3342) of the input since the current child started, LU.', ['pipeline_id', 'step'],
+  gauge('audio_engine_pipeline_loudness_range_lu', 'Loudness range (EBU Tech 3342) of the input since the current child started or its measurement was last reset, LU.', ['pipeline_id', 'step'],
     (id, s) => s.loudnessSteps().map(([step, e]) => [{ pipeline_id: id, step }, e.inputLoudnessRange]));
+  gauge('audio_engine_pipeline_loudness_measured_seconds', 'Seconds of programme the integrated loudness, loudness range and true peak cover (POST /api/v1/pipelines/{id}/loudness/reset starts them again).', ['pipeline_id', 'step'],
+    (id, s) => s.loudnessSteps().map(([step, e]) => [{ pipeline_id: id, step }, e.measuredSeconds ?? 0]));
   gauge('audio_engine_pipeline_gain_db', 'Gain the loudness step applies now, dB.', ['pipeline_id', 'step'],
     (id, s) => s.loudnessSteps().map(([step, e]) => [{ pipeline_id: id, step }, e.gain]));
 

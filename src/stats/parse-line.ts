@@ -25,6 +25,8 @@ export interface LoudnessEvent {
   outputShortTerm: number;
   outputIntegrated: number;
   outputTruePeak: number;
+  /** Seconds of audio the integrated, LRA and max true-peak figures cover (since the start or the last measurement reset). */
+  measuredSeconds?: number;
 }
 
 export interface PipelineStatsEvent {
@@ -156,7 +158,9 @@ export function parseLine(line: string): StatsEvent | undefined {
     }
     case 'loudnorm': {
       const values = requireNumbers(structure, LOUDNESS_FIELDS);
-      return values === undefined ? undefined : { kind: 'loudnorm', element, ...values };
+      if (values === undefined) return undefined;
+      const measured = num(structure, 'measured');
+      return { kind: 'loudnorm', element, ...values, ...(measured === undefined ? {} : { measuredSeconds: measured }) };
     }
     case 'clockbridge': {
       const values = requireNumbers(structure, CLOCK_BRIDGE_FIELDS);

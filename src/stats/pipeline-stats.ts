@@ -75,6 +75,7 @@ const NO_LOUDNESS: LoudnessValues = {
   outputShortTerm: NO_SIGNAL_DB,
   outputIntegrated: NO_SIGNAL_DB,
   outputTruePeak: NO_SIGNAL_DB,
+  measuredSeconds: 0,
 };
 
 const floorDb = (db: number): number => (Number.isFinite(db) ? Math.max(NO_SIGNAL_DB, db) : NO_SIGNAL_DB);

@@ -30,7 +30,7 @@ const PER_PIPELINE = [
   'audio_engine_pipeline_child_resident_memory_bytes', 'audio_engine_pipeline_input_rms_dbfs', 'audio_engine_pipeline_input_peak_dbfs',
   'audio_engine_pipeline_silence_seconds', 'audio_engine_pipeline_loudness_momentary_lufs', 'audio_engine_pipeline_loudness_short_term_lufs',
   'audio_engine_pipeline_loudness_integrated_lufs', 'audio_engine_pipeline_true_peak_dbtp', 'audio_engine_pipeline_loudness_range_lu',
-  'audio_engine_pipeline_gain_db', 'audio_engine_pipeline_srt_connected', 'audio_engine_pipeline_srt_rtt_seconds',
+  'audio_engine_pipeline_gain_db', 'audio_engine_pipeline_loudness_measured_seconds', 'audio_engine_pipeline_srt_connected', 'audio_engine_pipeline_srt_rtt_seconds',
   'audio_engine_pipeline_srt_receive_rate_bytes_per_second', 'audio_engine_pipeline_srt_packets_received_total',
   'audio_engine_pipeline_srt_packets_lost_total', 'audio_engine_pipeline_srt_packets_retransmitted_total',
   'audio_engine_pipeline_srt_packets_dropped_total', 'audio_engine_pipeline_srt_received_bytes_total',
