@@ -33,6 +33,8 @@ export const errorTable = {
   STORAGE_FAILED: { http: 500, grpc: GrpcCode.INTERNAL },
   VERSION_MISMATCH: { http: 412, grpc: GrpcCode.FAILED_PRECONDITION },
   CHANGE_REFUSED: { http: 500, grpc: GrpcCode.INTERNAL },
+  /** A loudness measurement reset for a pipeline that has no loudness step, or no running child. */
+  NOT_MEASURING: { http: 409, grpc: GrpcCode.FAILED_PRECONDITION },
 } as const satisfies Record<string, { http: number; grpc: GrpcCode }>;
 
 export type ErrorCode = keyof typeof errorTable;
@@ -128,6 +130,13 @@ export class VersionMismatchError extends EngineError {
 export class ChangeRefusedError extends EngineError {
   constructor(message: string) {
     super('CHANGE_REFUSED', message);
+  }
+}
+
+/** A request about the loudness measurement of a pipeline that measures nothing now (no loudness step, no child). */
+export class NotMeasuringError extends EngineError {
+  constructor(message: string) {
+    super('NOT_MEASURING', message);
   }
 }
 

@@ -53,6 +53,16 @@ function stepAssignments(prev: ProcessingStep, next: ProcessingStep, index: numb
   return out;
 }
 
+/**
+ * The control assignments that restart the programme measurement (integrated loudness, LRA, max
+ * true peak) of every loudness step of a spec, without touching its gain (docs/elements-loudnorm.md).
+ */
+export function measurementResetAssignments(spec: CompilableSpec): Assignment[] {
+  return spec.processing.flatMap((step, i) =>
+    step.plugin === 'loudness-normalize' ? [{ element: `step${i}`, property: 'reset-measurement', value: 'true' }] : [],
+  );
+}
+
 export function planUpdate(prev: CompilableSpec, next: CompilableSpec): UpdatePlan {
   const reasons: string[] = [];
   if (!sameObject(prev.input, next.input)) reasons.push('input');

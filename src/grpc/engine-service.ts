@@ -23,6 +23,8 @@ import type {
   PipelineSdp,
   UpdatePipelineRequest,
   UpdatePipelineResponse,
+  ResetLoudnessRequest,
+  ResetLoudnessResponse,
 } from '../gen/svc/v1/engine.js';
 import type { EngineHealth } from '../health.js';
 import { DOTTED, parsePipelineSpec, specWarnings } from '../spec/validate.js';
@@ -33,7 +35,7 @@ import { MetricsHub } from './metrics-stream.js';
 import { healthToProto, pipelineToProto } from './to-proto.js';
 
 export interface EngineServiceDeps {
-  pipelines: Pick<PipelineRegistry, 'create' | 'list' | 'get' | 'delete' | 'update' | 'entries' | 'size'>;
+  pipelines: Pick<PipelineRegistry, 'create' | 'list' | 'get' | 'delete' | 'update' | 'resetLoudness' | 'entries' | 'size'>;
   health: Pick<EngineHealth, 'report'>;
   /** Each pipeline's SDP (aes67/sessions.ts). */
   aes67: Pick<Aes67Sessions, 'sdp'>;
@@ -102,6 +104,11 @@ export class EngineGrpcService {
         if (request.id === '') throw new ValidationError('id is required', ['id']);
         const { pipeline, applied } = await this.deps.pipelines.update(request.id, updateRequestToPatch(request), DOTTED, request.if_version);
         return { pipeline: pipelineToProto(pipeline, this.deps.aes67.sdp(pipeline)), applied };
+      }),
+      resetLoudness: this.unary('ResetLoudness', true, async (request: ResetLoudnessRequest): Promise<ResetLoudnessResponse> => {
+        if (request.id === '') throw new ValidationError('id is required', ['id']);
+        const { steps } = await this.deps.pipelines.resetLoudness(request.id);
+        return { id: request.id, steps, reset_at: new Date().toISOString() };
       }),
       streamMetrics: (call) => this.streamMetrics(call),
     };

@@ -16,8 +16,8 @@ import path from 'node:path';
 import type { Logger } from 'pino';
 import type { HostCapacity, PipelineCapacity } from '../capacity/host-capacity.js';
 import { compilePipeline, compileSecrets, CONTROL_FD, type CompileOptions } from '../compiler/compile.js';
-import { planUpdate } from '../compiler/update.js';
-import { ChangeRefusedError, LimitError, NotFoundError, PortInUseError, StorageError, UnavailableError, VersionMismatchError } from '../errors.js';
+import { measurementResetAssignments, planUpdate } from '../compiler/update.js';
+import { ChangeRefusedError, LimitError, NotFoundError, NotMeasuringError, PortInUseError, StorageError, UnavailableError, VersionMismatchError } from '../errors.js';
 import { applyPipelinePatch } from '../spec/patch.js';
 import type { PathStyle } from '../spec/validate.js';
 import { ControlFailure } from './control-channel.js';
@@ -279,6 +279,34 @@ export class PipelineRegistry {
       `pipeline ${id} changed (${applied})`,
     );
     return { pipeline: this.view(pipeline), applied };
+  }
+
+  /**
+   * Starts the programme measurement (integrated loudness, LRA, max true peak) of every loudness
+   * step of a running pipeline again, as an operator resets a loudness meter at the start of a
+   * programme. The gain is not touched and nothing is stored: a new child measures from its start
+   * anyway. Waits for the child's acknowledgement; resolves with the steps reset.
+   */
+  async resetLoudness(id: string): Promise<{ steps: string[] }> {
+    if (this.closing) throw new UnavailableError('the engine is shutting down');
+    const { record, supervisor } = this.require(id);
+    const assignments = measurementResetAssignments(record.spec);
+    if (assignments.length === 0) throw new NotMeasuringError(`pipeline ${id} has no loudness-normalize step in its processing: there is no loudness measurement to reset`);
+    let outcome: Awaited<ReturnType<PipelineSupervisor['applyLive']>>;
+    try {
+      outcome = await supervisor.applyLive(assignments);
+    } catch (error) {
+      if (!(error instanceof ControlFailure)) throw error;
+      this.options.log.warn({ event: 'loudness-reset-failed', pipeline_id: id, reason: error.reason }, `pipeline ${id}: loudness measurement not reset: ${error.message}`);
+      if (error.reason === 'refused') throw new ChangeRefusedError(`pipeline ${id}: ${error.message}`);
+      throw new UnavailableError(`pipeline ${id}: ${error.message}`);
+    }
+    if (outcome === 'next-start') {
+      throw new NotMeasuringError(`pipeline ${id} has no running child (state ${supervisor.snapshot().state}): its next child measures from its start`);
+    }
+    const steps = assignments.map((a) => a.element);
+    this.options.log.info({ event: 'loudness-reset', pipeline_id: id, steps }, `pipeline ${id}: loudness measurement reset (${steps.join(', ')})`);
+    return { steps };
   }
 
   /** Ends the child, then forgets the record. Resolves once the child is gone. */

@@ -12,6 +12,8 @@ import {
   type MetricsEvent,
   type Pipeline,
   type PipelineList,
+  type ResetLoudnessRequest,
+  type ResetLoudnessResponse,
   type UpdatePipelineRequest,
   type UpdatePipelineResponse,
 } from '../../src/gen/svc/v1/engine.js';
@@ -62,6 +64,10 @@ export class TestClient {
 
   update(request: UpdatePipelineRequest, key?: string): Promise<UpdatePipelineResponse> {
     return new Promise((resolve, reject) => this.raw.updatePipeline(request, this.metadata(key), settle(resolve, reject)));
+  }
+
+  resetLoudness(request: ResetLoudnessRequest, key?: string): Promise<ResetLoudnessResponse> {
+    return new Promise((resolve, reject) => this.raw.resetLoudness(request, this.metadata(key), settle(resolve, reject)));
   }
 
   delete(id: string, key?: string): Promise<void> {

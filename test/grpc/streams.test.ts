@@ -35,6 +35,9 @@ function deps(overrides: Partial<EngineServiceDeps['pipelines']> = {}): EngineSe
       update: async () => {
         throw new Error('not used here');
       },
+      resetLoudness: async () => {
+        throw new Error('not used here');
+      },
       entries: () => none.values(),
       size: 0,
       ...overrides,

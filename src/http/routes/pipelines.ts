@@ -71,6 +71,12 @@ export function pipelineRoutes(pipelines: PipelineRegistry, describe: DescribePi
       return reply.code(204).send();
     });
 
+    // Starts the pipeline's programme measurement (integrated loudness, LRA, max true peak) again.
+    app.post('/api/v1/pipelines/:id/loudness/reset', { schema: { params: IdParams } }, async (request) => {
+      const { steps } = await pipelines.resetLoudness(request.params.id);
+      return { id: request.params.id, reset: steps, reset_at: new Date().toISOString() };
+    });
+
     app.get(
       '/api/v1/pipelines/:id/logs',
       { schema: { params: IdParams, querystring: LogsQuery } },

@@ -308,6 +308,19 @@ export interface PipelineClock {
   jitter_setpoint_seconds: number;
 }
 
+export interface ResetLoudnessRequest {
+  /** The pipeline's id ("pl_..."). */
+  id: string;
+}
+
+export interface ResetLoudnessResponse {
+  id: string;
+  /** The loudness steps reset, by element name ("step0", ...). */
+  steps: string[];
+  /** When the child confirmed the reset, RFC 3339 UTC. */
+  reset_at: string;
+}
+
 export interface GetPipelineSdpRequest {
   /** The pipeline's id ("pl_..."). */
   id: string;
@@ -1741,6 +1754,140 @@ export const PipelineClock: MessageFns<PipelineClock> = {
   },
 };
 
+function createBaseResetLoudnessRequest(): ResetLoudnessRequest {
+  return { id: "" };
+}
+
+export const ResetLoudnessRequest: MessageFns<ResetLoudnessRequest> = {
+  encode(message: ResetLoudnessRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.id !== "") {
+      writer.uint32(10).string(message.id);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ResetLoudnessRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseResetLoudnessRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.id = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<ResetLoudnessRequest>, I>>(base?: I): ResetLoudnessRequest {
+    return ResetLoudnessRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ResetLoudnessRequest>, I>>(object: I): ResetLoudnessRequest {
+    const message = createBaseResetLoudnessRequest();
+    message.id = object.id ?? "";
+    return message;
+  },
+};
+
+function createBaseResetLoudnessResponse(): ResetLoudnessResponse {
+  return { id: "", steps: [], reset_at: "" };
+}
+
+export const ResetLoudnessResponse: MessageFns<ResetLoudnessResponse> = {
+  encode(message: ResetLoudnessResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.id !== "") {
+      writer.uint32(10).string(message.id);
+    }
+    for (const v of message.steps) {
+      writer.uint32(18).string(v!);
+    }
+    if (message.reset_at !== "") {
+      writer.uint32(26).string(message.reset_at);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ResetLoudnessResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseResetLoudnessResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.id = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.steps.push(reader.string());
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.reset_at = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<ResetLoudnessResponse>, I>>(base?: I): ResetLoudnessResponse {
+    return ResetLoudnessResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ResetLoudnessResponse>, I>>(object: I): ResetLoudnessResponse {
+    const message = createBaseResetLoudnessResponse();
+    message.id = object.id ?? "";
+    message.steps = object.steps?.map((e) => e) || [];
+    message.reset_at = object.reset_at ?? "";
+    return message;
+  },
+};
+
 function createBaseGetPipelineSdpRequest(): GetPipelineSdpRequest {
   return { id: "" };
 }
@@ -2545,6 +2692,22 @@ export const EngineServiceService = {
       Buffer.from(UpdatePipelineResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): UpdatePipelineResponse => UpdatePipelineResponse.decode(value),
   },
+  /**
+   * Starts the programme measurement (integrated loudness, loudness range, max true peak) of every
+   * loudness step of the pipeline's running child again, as at the start of a programme; the gain
+   * and the audio are not touched, nothing is stored. FAILED_PRECONDITION (NOT_MEASURING) for a
+   * pipeline without a loudness step or without a running child; NOT_FOUND for an unknown id.
+   */
+  resetLoudness: {
+    path: "/svc.v1.EngineService/ResetLoudness" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: ResetLoudnessRequest): Buffer => Buffer.from(ResetLoudnessRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): ResetLoudnessRequest => ResetLoudnessRequest.decode(value),
+    responseSerialize: (value: ResetLoudnessResponse): Buffer =>
+      Buffer.from(ResetLoudnessResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): ResetLoudnessResponse => ResetLoudnessResponse.decode(value),
+  },
 } as const;
 
 export interface EngineServiceServer extends UntypedServiceImplementation {
@@ -2575,6 +2738,13 @@ export interface EngineServiceServer extends UntypedServiceImplementation {
    * confirmed a live change and the new spec is stored. docs/grpc.md has the rules.
    */
   updatePipeline: handleUnaryCall<UpdatePipelineRequest, UpdatePipelineResponse>;
+  /**
+   * Starts the programme measurement (integrated loudness, loudness range, max true peak) of every
+   * loudness step of the pipeline's running child again, as at the start of a programme; the gain
+   * and the audio are not touched, nothing is stored. FAILED_PRECONDITION (NOT_MEASURING) for a
+   * pipeline without a loudness step or without a running child; NOT_FOUND for an unknown id.
+   */
+  resetLoudness: handleUnaryCall<ResetLoudnessRequest, ResetLoudnessResponse>;
 }
 
 export interface EngineServiceClient extends Client {
@@ -2690,6 +2860,27 @@ export interface EngineServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: UpdatePipelineResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Starts the programme measurement (integrated loudness, loudness range, max true peak) of every
+   * loudness step of the pipeline's running child again, as at the start of a programme; the gain
+   * and the audio are not touched, nothing is stored. FAILED_PRECONDITION (NOT_MEASURING) for a
+   * pipeline without a loudness step or without a running child; NOT_FOUND for an unknown id.
+   */
+  resetLoudness(
+    request: ResetLoudnessRequest,
+    callback: (error: ServiceError | null, response: ResetLoudnessResponse) => void,
+  ): ClientUnaryCall;
+  resetLoudness(
+    request: ResetLoudnessRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: ResetLoudnessResponse) => void,
+  ): ClientUnaryCall;
+  resetLoudness(
+    request: ResetLoudnessRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: ResetLoudnessResponse) => void,
   ): ClientUnaryCall;
 }
 
