@@ -28,7 +28,7 @@ export interface LoudnessMeter {
   input_true_peak: number;
   /** Loudness range of the input, LU (unstable in the first 60 s of measuring). */
   lra: number;
-  /** Seconds since this child's first loudness report. */
+  /** Seconds of programme the integrated figures cover: since the child's start or the last reset. */
   measuring_s: number;
   age_ms: number;
 }
@@ -205,7 +205,7 @@ export class LiveFeed {
       input_integrated: finite(e.inputIntegrated),
       input_true_peak: finite(e.inputTruePeak),
       lra: finite(e.inputLoudnessRange, 0),
-      measuring_s: Math.round((now - (clock.firstLoudnessAt ?? now)) / 1000),
+      measuring_s: Math.round(e.measuredSeconds ?? (now - (clock.firstLoudnessAt ?? now)) / 1000),
       age_ms: now - clock.loudness.at,
     };
   }

@@ -28,6 +28,13 @@ async function pageShortTerm(page: Page, id: string): Promise<number | undefined
   return value === null || value === '' ? undefined : Number(value);
 }
 
+/** "over 1 min 15 s" -> 75 (what the tile shows beside the integrated loudness). */
+function secondsShown(text: string | null): number | undefined {
+  const match = /over (?:(\d+) h )?(?:(\d+) min ?)?(?:(\d+) s)?/.exec(text ?? '');
+  if (match === null || match[0] === 'over ') return undefined;
+  return Number(match[1] ?? 0) * 3600 + Number(match[2] ?? 0) * 60 + Number(match[3] ?? 0);
+}
+
 void t.test('the page lists pipelines and stations with live meters and controls them, with real audio', async (t) => {
   const stationNumber = await freeStationNumber();
   const stationRtp = await RtpReceiver.open();
@@ -95,6 +102,22 @@ void t.test('the page lists pipelines and stations with live meters and controls
   t.not(after, before, `restarted from the page: pid ${String(before)} -> ${after}`);
   await page.locator('article[data-id="studio-a"] .message.ok').waitFor({ timeout: 5000 });
 
+  // Resetting the pipeline's loudness measurement from the page (POST .../loudness/reset): the
+  // integrated figure then covers only the audio since the click.
+  const measured = tile.locator('[data-testid="measured"]');
+  const coveredBefore = await eventually(async () => {
+    const s = secondsShown(await measured.textContent());
+    return s !== undefined && s >= 10 ? s : undefined;
+  }, 30_000, 'ten seconds of programme measured');
+  await tile.locator('button', { hasText: 'Reset I / LRA' }).click();
+  const resetAnswer = await tile.locator('.controls .message').textContent({ timeout: 10_000 });
+  t.match(resetAnswer, /Reset loudness: done/, `the page reports the reset: ${resetAnswer ?? ''}`);
+  const coveredAfter = await eventually(async () => {
+    const s = secondsShown(await measured.textContent());
+    return s !== undefined && s < 6 ? s : undefined;
+  }, 10_000, 'the measurement to start again');
+  t.ok(coveredAfter < coveredBefore, `the integrated loudness covered ${coveredBefore} s, then ${coveredAfter} s after the reset`);
+
   // An EQ change from the page (PATCH /api/v1/pipelines/{id}, the live-change API) is heard: the
   // 1 kHz band after the loudness step goes from 0 to -12 dB.
   const patchProbe = await api(dashboard, 'PATCH', `/api/v1/pipelines/${pipeline.id}`, {}, { 'If-Match': '"no-such-version"' });
@@ -125,6 +148,97 @@ void t.test('the page lists pipelines and stations with live meters and controls
   await page.screenshot({ path: artifact('dashboard-phone-390x844.png'), fullPage: false });
   await page.setViewportSize({ width: 1280, height: 720 });
 
+  t.same(pageErrors, [], 'no script errors on the page');
+});
+
+void t.test('from the page: create (a refusal names the field) and delete a pipeline, stop and start a station; silence and stale marks', async (t) => {
+  const stationNumber = await freeStationNumber();
+  const stationRtp = await RtpReceiver.open();
+  const rtp = await RtpReceiver.open();
+  t.teardown(() => Promise.all([stationRtp.close(), rtp.close()]));
+  // A station nobody sends to: its tile turns amber after 3 s of no input.
+  const engine = await startEngine(t, { extraToml: `[dashboard]\nsilence_alert_s = 3\n${stationToml({ id: 'studio-b', number: stationNumber, rtpPort: stationRtp.port })}` });
+  const dashboard = dashboardOf(engine);
+  const browser = await launchBrowser(t);
+  const page = await browser.newPage();
+  const pageErrors: string[] = [];
+  page.on('pageerror', (error) => pageErrors.push(error.message));
+  await page.goto(`${dashboard.url}/`);
+  const station = page.locator('article[data-id="studio-b"]');
+  await station.waitFor({ timeout: 15_000 });
+
+  const silence = station.locator('[data-testid="silence"]');
+  await silence.waitFor({ timeout: 20_000 });
+  t.match(await silence.textContent(), /NO INPUT \d+ s/, 'the silent station is flagged with a word, not a colour alone');
+  t.match(await station.getAttribute('class'), /is-silent/, 'and its tile is marked silent (amber)');
+
+  // Create from the form: first a port out of range, refused with the field named, nothing made.
+  await page.locator('details.new > summary').click();
+  const form = page.locator('form.create');
+  await form.locator('input[name="new-name"]').fill('From the page');
+  await form.locator('input[name="new-port"]').fill('70000');
+  await form.locator('input[name="new-host"]').fill('127.0.0.1');
+  await form.locator('input[name="new-out-port"]').fill(String(rtp.port));
+  await form.locator('button[type="submit"]').click();
+  const refusal = await form.locator('.message.error').textContent({ timeout: 10_000 });
+  t.match(refusal, /input\/port must be <= 65535/, `the refusal names the field: ${refusal ?? ''}`);
+  t.same((await api<{ pipelines: unknown[] }>(engine, 'GET', '/api/v1/pipelines')).body.pipelines, [], 'nothing was created');
+  const srtPort = await freeUdpPort();
+  await form.locator('input[name="new-port"]').fill(String(srtPort));
+  await form.locator('button[type="submit"]').click();
+  const created = await form.locator('.message.ok').textContent({ timeout: 10_000 });
+  const id = /Created (pl_[A-Za-z0-9_-]+)/.exec(created ?? '')?.[1] ?? '';
+  t.match(id, /^pl_/, `the page reports the new pipeline: ${created ?? ''}`);
+  const tile = page.locator(`article[data-id="${id}"]`);
+  await tile.waitFor({ timeout: 15_000 });
+  const stored = await api<{ name: string; input: { port: number }; processing: { plugin: string }[] }>(engine, 'GET', `/api/v1/pipelines/${id}`);
+  t.equal(stored.body.name, 'From the page');
+  t.equal(stored.body.input.port, srtPort);
+  t.same(stored.body.processing.map((s) => s.plugin), ['loudness-normalize'], 'with the form\'s default loudness step');
+  // It carries real audio.
+  const sender = sendSine({ port: srtPort, amplitude: 0.1, frequency: 1000, seconds: 20 });
+  t.teardown(() => sender.stop());
+  t.ok(await rtp.waitForPackets(2000, 20_000), 'the pipeline made on the page sends RTP');
+  sender.stop();
+
+  await tile.locator('button', { hasText: 'Delete…' }).click();
+  await tile.locator('button', { hasText: 'Confirm delete' }).click();
+  await tile.waitFor({ state: 'detached', timeout: 15_000 });
+  t.equal((await api(engine, 'GET', `/api/v1/pipelines/${id}`)).status, 404, 'deleted from the page: gone from the API');
+
+  // Stop and start the station from the page.
+  await station.getByRole('button', { name: 'Stop', exact: true }).click();
+  await eventually(async () => ((await station.locator('[data-testid="state"]').textContent())?.includes('stopped') === true ? true : undefined), 15_000, 'the tile to show the station stopped');
+  t.equal((await api<StationView>(dashboard, 'GET', '/api/stations/studio-b')).body.state, 'stopped', 'stopped from the page');
+  await station.getByRole('button', { name: 'Start', exact: true }).click();
+  const started = await eventually(async () => {
+    const s = (await api<StationView>(dashboard, 'GET', '/api/stations/studio-b')).body;
+    return s.state === 'running' && typeof s.pid === 'number' ? s : undefined;
+  }, 15_000, 'the station to run again');
+  t.equal(started.state, 'running', `started from the page (pid ${String(started.pid)})`);
+
+  // A frozen child (SIGSTOP): its statistics stop, the tile says STALE; the engine's watchdog then
+  // kills and restarts it (5 s without statistics), and the mark goes away.
+  const frozen = started.pid ?? 0;
+  process.kill(frozen, 'SIGSTOP');
+  t.teardown(() => {
+    try {
+      process.kill(frozen, 'SIGCONT');
+    } catch {
+      // gone already
+    }
+  });
+  const stale = station.locator('[data-testid="stale"]');
+  await stale.waitFor({ timeout: 10_000 });
+  t.match(await stale.textContent(), /STALE: no update for \d+ s/, 'the frozen child\'s tile is marked stale, in words');
+  await page.screenshot({ path: artifact('dashboard-stale-silent-1280x720.png') });
+  const renewed = await eventually(async () => {
+    const s = (await api<StationView>(dashboard, 'GET', '/api/stations/studio-b')).body;
+    return typeof s.pid === 'number' && s.pid !== frozen && s.state === 'running' ? s : undefined;
+  }, 30_000, 'the watchdog to replace the frozen child');
+  t.not(renewed.pid, frozen, `the watchdog replaced it (pid ${frozen} -> ${String(renewed.pid)})`);
+  await stale.waitFor({ state: 'detached', timeout: 15_000 });
+  t.pass('the stale mark is gone once statistics flow again');
   t.same(pageErrors, [], 'no script errors on the page');
 });
 

@@ -25,6 +25,15 @@ function secondsUntil(iso, now) {
   return Math.max(0, Math.ceil((Date.parse(iso) - now) / 1000));
 }
 
+/** 75 -> "1 min 15 s". */
+function duration(s) {
+  const whole = Math.max(0, Math.round(s));
+  const h = Math.floor(whole / 3600);
+  const m = Math.floor((whole % 3600) / 60);
+  const sec = whole % 60;
+  return h > 0 ? `${h} h ${m} min` : m > 0 ? `${m} min ${sec} s` : `${sec} s`;
+}
+
 function StateBadge({ view, now }) {
   const state = String(view.state ?? 'unknown');
   const retry = state === 'backoff' ? secondsUntil(view.next_retry_at, now) : null;
@@ -73,7 +82,7 @@ function Meters({ tile, stale }) {
         <${LoudnessBar} label="S" value=${l.short_term} target=${target} testid="short-term" />
         <${EbuScale} target=${target} />
         <dl class="numbers">
-          <div><dt>I</dt><dd data-testid="integrated">${fmt(l.integrated)} LUFS</dd></div>
+          <div><dt>I</dt><dd data-testid="integrated">${fmt(l.integrated)} LUFS <span class="since" data-testid="measured">over ${duration(l.measuring_s)}</span></dd></div>
           <div><dt>LRA</dt><dd data-testid="lra">${fmt(l.lra)} LU${l.measuring_s < LRA_SETTLE_S ? html` <span class="unstable" title="needs 60 s of programme">(settling, ${l.measuring_s} s)</span>` : ''}</dd></div>
           <div><dt>Gain</dt><dd data-testid="gain">${l.gain > 0 ? '+' : ''}${fmt(l.gain)} dB</dd></div>
           <div><dt>In S / I</dt><dd>${fmt(l.input_short_term)} / ${fmt(l.input_integrated)} LUFS</dd></div>
@@ -103,6 +112,9 @@ function Controls({ tile, onEdit, editing }) {
         <button type="button" onClick=${() => run('Stop', 'POST', `${station}/stop`)}>Stop</button>
         <button type="button" onClick=${() => run('Restart', 'POST', `${station}/restart`)}>Restart</button>`}
       <button type="button" aria-expanded=${editing} onClick=${onEdit}>${editing ? 'Close settings' : 'Settings'}</button>
+      ${tile.kind === 'pipeline' && (tile.view.processing ?? []).some((s) => s.plugin === 'loudness-normalize') && html`
+        <button type="button" title="Start measuring integrated loudness, LRA and true peak again (the gain is not touched)"
+          onClick=${() => run('Reset loudness', 'POST', `/api/v1/pipelines/${tile.id}/loudness/reset`)}>Reset I / LRA</button>`}
       ${tile.kind === 'pipeline' && html`
         ${confirming
           ? html`<button type="button" class="danger" onClick=${() => { setConfirming(false); void run('Delete', 'DELETE', `/api/v1/pipelines/${tile.id}`); }}>Confirm delete</button>
