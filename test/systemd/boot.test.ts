@@ -13,7 +13,7 @@
  *   - ptp4l@lo.service (Debian's template, software time stamps on the container's loopback) with
  *     the shipped drop-in: its socket gets the group audio-engine, the engine's pmc reads ptp4l
  *     as locked grandmaster through the unit's sandbox and the SDP names it; without the group
- *     it cannot, and a ptp4l restart gives the group again;
+ *     it cannot; install-service.sh run again, and a ptp4l restart, each give the group again;
  *   - kill -9 of the engine takes its child with it and systemd restarts both;
  *   - `systemctl stop` while a caller sends: the child ends by EOS, the engine exits 0, systemd
  *     sends no SIGKILL; and journal lines carry pipeline_id.
@@ -469,6 +469,13 @@ void t.test('the shipped unit under a real systemd (systemd-nspawn --boot)', { s
       return got?.state === 'unavailable' ? got : undefined;
     }, 20_000);
     t.equal(lost?.state, 'unavailable', `socket root:root: the engine cannot ask ptp4l (${String(lost?.reason)})`);
+    // A ptp4l already running when the engine is installed: install-service.sh gives its socket the group once.
+    const reinstall = await container.inside([path.join(ROOT, 'scripts/install-service.sh'), '--no-start'], 180_000);
+    t.equal(reinstall.code, 0, `install-service.sh --no-start exits 0: ${reinstall.stderr}`);
+    t.match(reinstall.stdout, '/run/ptp4l (a running ptp4l\'s socket) is now group audio-engine', 'it says so');
+    t.equal(await groupOf(), 'root:audio-engine 660', 'install-service.sh gave the running ptp4l\'s socket the group');
+    t.equal((await locked())?.state, 'locked', 'the engine reads ptp4l again, ptp4l untouched');
+    await container.inside(['chgrp', 'root', '/var/run/ptp4l']);
     const restart = await container.inside(['systemctl', 'restart', PTP_UNIT], 30_000);
     t.equal(restart.code, 0, `systemctl restart ${PTP_UNIT}: ${restart.stderr}`);
     t.equal(await groupOf(), 'root:audio-engine 660', 'after a restart of ptp4l the new socket has the group again');
