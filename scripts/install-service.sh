@@ -8,6 +8,10 @@
 #                                    state_dir = "/var/lib/audio-engine" (mode 0640, group audio-engine)
 #   /var/lib/audio-engine/           state (pipeline records, GStreamer registry): StateDirectory=
 #   /etc/systemd/system/audio-engine.service, enabled and (re)started
+#   /etc/systemd/system/ptp4l@.service.d/audio-engine.conf  drop-ins for Debian's linuxptp units:
+#   /etc/systemd/system/ptp4l.service.d/audio-engine.conf   ptp4l's socket /run/ptp4l gets the
+#                                    group audio-engine at each ptp4l start, so the engine's pmc
+#                                    can ask it (harmless without linuxptp; docs/aes67.md)
 #   user and group audio-engine      system account, no login, no home of its own
 #
 # Options:
@@ -29,7 +33,7 @@ start=1
 for arg in "$@"; do
   case "$arg" in
     --no-start) start=0 ;;
-    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
     *) echo "install-service: unknown option $arg" >&2; exit 2 ;;
   esac
 done
@@ -38,7 +42,7 @@ if [ -z "$DESTDIR" ] && [ "$(id -u)" -ne 0 ]; then
   echo "install-service: run as root (or with DESTDIR=... to stage)" >&2
   exit 1
 fi
-for need in dist/audio-engine.mjs node_modules package.json package-lock.json config.toml systemd/audio-engine.service; do
+for need in dist/audio-engine.mjs node_modules package.json package-lock.json config.toml systemd/audio-engine.service systemd/ptp4l.service.d/audio-engine.conf; do
   [ -e "$need" ] || { echo "install-service: $need is missing: run scripts/setup.sh first" >&2; exit 1; }
 done
 ls gst-plugins/build/*.so >/dev/null 2>&1 || { echo "install-service: gst-plugins/build/*.so missing: run scripts/setup.sh first" >&2; exit 1; }
@@ -106,6 +110,13 @@ sed "s|^ExecStart=/usr/bin/node |ExecStart=$NODE |" systemd/audio-engine.service
 chmod 0644 "$DESTDIR$UNIT_DIR/audio-engine.service"
 echo "install-service: installed $UNIT_DIR/audio-engine.service (node: $NODE)"
 
+# linuxptp: ptp4l 3.1 makes its socket root:root 0660; the drop-in gives it our group at each start.
+for ptp_unit in ptp4l@.service ptp4l.service; do
+  mkdir -p "$DESTDIR$UNIT_DIR/$ptp_unit.d"
+  install -m 0644 systemd/ptp4l.service.d/audio-engine.conf "$DESTDIR$UNIT_DIR/$ptp_unit.d/audio-engine.conf"
+done
+echo "install-service: installed the ptp4l drop-in in $UNIT_DIR/ptp4l@.service.d/ and ptp4l.service.d/"
+
 if [ -n "$DESTDIR" ]; then
   echo "install-service: staged under $DESTDIR; no user, no systemctl"
   exit 0
@@ -116,6 +127,13 @@ if [ ! -d /run/systemd/system ] || ! command -v systemctl >/dev/null; then
 fi
 systemctl daemon-reload
 systemctl enable audio-engine.service >/dev/null
+# A ptp4l already running made its socket before the drop-in existed: its group is set once here
+# (what the drop-in does at its next start), so neither ptp4l nor the clock is disturbed. Only a
+# socket some process has bound (a stale file is replaced at ptp4l's next start anyway).
+if [ -S /run/ptp4l ] && grep -qE ' (/var)?/run/ptp4l$' /proc/net/unix; then
+  chgrp "$USER_NAME" /run/ptp4l
+  echo "install-service: /run/ptp4l (a running ptp4l's socket) is now group $USER_NAME"
+fi
 if [ "$start" = 1 ]; then
   systemctl restart audio-engine.service
   systemctl --no-pager --lines=0 status audio-engine.service || true

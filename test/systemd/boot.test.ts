@@ -10,6 +10,10 @@
  *   - the children's sandbox, on the real gst-launch-1.0 child: its credentials and filters, and a
  *     write it really attempts (GST_DEBUG_FILE, set in the manager's environment, so the unit is
  *     untouched) fails outside the state directory and succeeds inside it;
+ *   - ptp4l@lo.service (Debian's template, software time stamps on the container's loopback) with
+ *     the shipped drop-in: its socket gets the group audio-engine, the engine's pmc reads ptp4l
+ *     as locked grandmaster through the unit's sandbox and the SDP names it; without the group
+ *     it cannot; install-service.sh run again, and a ptp4l restart, each give the group again;
  *   - kill -9 of the engine takes its child with it and systemd restarts both;
  *   - `systemctl stop` while a caller sends: the child ends by EOS, the engine exits 0, systemd
  *     sends no SIGKILL; and journal lines carry pipeline_id.
@@ -31,6 +35,8 @@ import { sendSine } from '../helpers/srt-sender.js';
 const NSPAWN = '/usr/bin/systemd-nspawn';
 const SETPRIV = '/usr/bin/setpriv';
 const UNIT = 'audio-engine.service';
+/** Debian's linuxptp template on the container's loopback (a test drop-in sets its ExecStart). */
+const PTP_UNIT = 'ptp4l@lo.service';
 const REST = 'http://127.0.0.1:8080'; // the shipped config.toml, as install-service.sh writes it
 const SRT_PORT = 9000;
 const RTP_PORT = 5004;
@@ -411,6 +417,70 @@ void t.test('the shipped unit under a real systemd (systemd-nspawn --boot)', { s
     t.match(String(refused?.line?.msg), /Could not open log file '\/opt\/audio-engine\/gst-debug-%p\.log' for writing: Read-only file system/, 'its own write to /opt/audio-engine failed: read-only');
     const left = (await container.inside(['sh', '-c', 'ls /opt/audio-engine | grep -c gst-debug || true'])).stdout.trim();
     t.equal(left, '0', 'no file of it in /opt/audio-engine');
+  });
+
+  await t.test("ptp4l with the shipped drop-in: the engine's pmc reads it through the unit's sandbox, and the SDP names its grandmaster", async (t) => {
+    const dropIn = readFileSync(path.join(ROOT, 'systemd/ptp4l.service.d/audio-engine.conf'), 'utf8');
+    for (const unit of ['ptp4l@.service', 'ptp4l.service']) {
+      const installed = await container.inside(['cat', `/etc/systemd/system/${unit}.d/audio-engine.conf`]);
+      t.equal(installed.stdout, dropIn, `install-service.sh installed the shipped drop-in for ${unit}`);
+    }
+    const without = await rest(container, 'GET', '/health');
+    const ptpBefore = without.body.ptp as Record<string, unknown> | undefined;
+    t.equal(ptpBefore?.state, 'unavailable', `no ptp4l yet: ${String(ptpBefore?.reason)}`);
+
+    // Debian's ptp4l@.service reads /etc/linuxptp/ptp4l.conf; here ptp4l runs with software time
+    // stamps on the container's own loopback (its private network namespace), alone: after its
+    // announce receipt timeout it becomes the grandmaster. The shipped drop-in applies as installed.
+    await container.inside(['sh', '-c', `mkdir -p /etc/systemd/system/${PTP_UNIT}.d && printf '[Service]\\nExecStart=\\nExecStart=/usr/sbin/ptp4l -S -i %%I -m\\n' > /etc/systemd/system/${PTP_UNIT}.d/test.conf`]);
+    await container.inside(['systemctl', 'daemon-reload']);
+    t.teardown(async () => {
+      await container.inside(['systemctl', 'stop', PTP_UNIT], 20_000);
+    });
+    const start = await container.inside(['systemctl', 'start', PTP_UNIT], 30_000);
+    t.equal(start.code, 0, `systemctl start ${PTP_UNIT}: ${start.stderr}`);
+    const groupOf = async (): Promise<string> => (await container.inside(['stat', '-L', '-c', '%U:%G %a', '/var/run/ptp4l'])).stdout.trim();
+    t.equal(await groupOf(), 'root:audio-engine 660', 'the drop-in gave /var/run/ptp4l the group audio-engine; the mode is ptp4l\'s own');
+    const said = (await journal(container, ['-u', PTP_UNIT])).map((e) => e.MESSAGE ?? '');
+    t.ok(said.some((m) => m.startsWith('audio-engine: /run/ptp4l is now group audio-engine')), "the drop-in's line is in ptp4l's journal");
+
+    type Ptp = { state?: string; grandmaster_id?: string | null; domain?: number | null; reason?: string; port_states?: string[] };
+    const ptpOf = async (): Promise<Ptp | undefined> => (await rest(container, 'GET', '/health')).body.ptp as Ptp | undefined;
+    const locked = async (): Promise<Ptp | undefined> => poll(async () => {
+      const ptp = await ptpOf();
+      return ptp?.state === 'locked' ? ptp : undefined;
+    }, 40_000);
+    const since = Date.now();
+    const ptp = await locked();
+    t.equal(ptp?.state, 'locked', `the engine (audio-engine, PrivateUsers=yes) reads ptp4l: locked ${Date.now() - since} ms after ptp4l's start, ports ${JSON.stringify(ptp?.port_states)}`);
+    t.equal(ptp?.domain, 0, 'domain 0');
+    // ptp4l -m says which clock it chose: "selected local clock 000000.fffe.000000 as best master".
+    const chosen = (await journal(container, ['-u', PTP_UNIT])).map((e) => /selected local clock (\S+) as best master/.exec(e.MESSAGE ?? '')?.[1]).find((c) => c !== undefined) ?? '';
+    const grandmaster = chosen.replace(/\./g, '').toUpperCase().match(/../g)?.join('-');
+    t.equal(ptp?.grandmaster_id, grandmaster, `grandmaster_id is the clock ptp4l chose (${chosen})`);
+    const view = await rest(container, 'GET', `/api/v1/pipelines/${pipelineId}`);
+    t.match(String(view.body.sdp), new RegExp(`^a=ts-refclk:ptp=IEEE1588-2008:${String(ptp?.grandmaster_id)}:0\\r?$`, 'm'), "the pipeline's SDP names ptp4l's grandmaster");
+
+    // Without the group (the socket as ptp4l 3.1 makes it) the engine cannot connect; at ptp4l's
+    // next start the drop-in gives the group again (a restart replaces the socket).
+    await container.inside(['chgrp', 'root', '/var/run/ptp4l']);
+    const lost = await poll(async () => {
+      const got = await ptpOf();
+      return got?.state === 'unavailable' ? got : undefined;
+    }, 20_000);
+    t.equal(lost?.state, 'unavailable', `socket root:root: the engine cannot ask ptp4l (${String(lost?.reason)})`);
+    // A ptp4l already running when the engine is installed: install-service.sh gives its socket the group once.
+    const reinstall = await container.inside([path.join(ROOT, 'scripts/install-service.sh'), '--no-start'], 180_000);
+    t.equal(reinstall.code, 0, `install-service.sh --no-start exits 0: ${reinstall.stderr}`);
+    t.match(reinstall.stdout, '/run/ptp4l (a running ptp4l\'s socket) is now group audio-engine', 'it says so');
+    t.equal(await groupOf(), 'root:audio-engine 660', 'install-service.sh gave the running ptp4l\'s socket the group');
+    t.equal((await locked())?.state, 'locked', 'the engine reads ptp4l again, ptp4l untouched');
+    await container.inside(['chgrp', 'root', '/var/run/ptp4l']);
+    const restart = await container.inside(['systemctl', 'restart', PTP_UNIT], 30_000);
+    t.equal(restart.code, 0, `systemctl restart ${PTP_UNIT}: ${restart.stderr}`);
+    t.equal(await groupOf(), 'root:audio-engine 660', 'after a restart of ptp4l the new socket has the group again');
+    const again = await locked();
+    t.equal(again?.state, 'locked', 'and the engine reads ptp4l again');
   });
 
   await t.test('kill -9 of the engine: its child dies with it; systemd restarts both', async (t) => {
