@@ -55,6 +55,11 @@ export function stationRoutes(stations: Stations): FastifyPluginAsyncTypebox {
       return { ...station, applied };
     });
     app.post('/api/stations/:id/stop', { schema: { params: IdParams } }, async (request) => stations.require(request.params.id).stop());
+    // Starts the station's programme measurement (integrated loudness, LRA, max true peak) again.
+    app.post('/api/stations/:id/loudness/reset', { schema: { params: IdParams } }, async (request) => {
+      const { steps } = await stations.require(request.params.id).resetLoudness();
+      return { id: request.params.id, reset: steps, reset_at: new Date().toISOString() };
+    });
   };
 }
 

@@ -21,6 +21,7 @@ import { applyProcessingPatch } from '../spec/patch.js';
 import { REST_BODY } from '../spec/validate.js';
 import type { StationValuesStore } from '../store/station-values.js';
 import { ControlFailure } from '../supervisor/control-channel.js';
+import { resetLoudnessMeasurement } from '../supervisor/loudness-reset.js';
 import type { Applied } from '../supervisor/registry.js';
 import type { PortProbe } from '../net/udp-port.js';
 import type { ClockReport, InputState } from '../stats/pipeline-stats.js';
@@ -237,6 +238,15 @@ export class Station {
       this.supervisor.note('stop requested');
       await this.doStop();
       return this.view();
+    });
+  }
+
+  /** Restarts the loudness steps' programme measurement in the running child (supervisor/loudness-reset.ts). */
+  resetLoudness(): Promise<{ steps: string[] }> {
+    return this.serialize(async () => {
+      const steps = await resetLoudnessMeasurement(`station ${this.id}`, this.specWith(this.processing), this.supervisor, this.log);
+      this.supervisor.note(`loudness measurement reset (${steps.join(', ')})`);
+      return { steps };
     });
   }
 

@@ -16,11 +16,12 @@ import path from 'node:path';
 import type { Logger } from 'pino';
 import type { HostCapacity, PipelineCapacity } from '../capacity/host-capacity.js';
 import { compilePipeline, compileSecrets, CONTROL_FD, type CompileOptions } from '../compiler/compile.js';
-import { measurementResetAssignments, planUpdate } from '../compiler/update.js';
-import { ChangeRefusedError, LimitError, NotFoundError, NotMeasuringError, PortInUseError, StorageError, UnavailableError, VersionMismatchError } from '../errors.js';
+import { planUpdate } from '../compiler/update.js';
+import { ChangeRefusedError, LimitError, NotFoundError, PortInUseError, StorageError, UnavailableError, VersionMismatchError } from '../errors.js';
 import { applyPipelinePatch } from '../spec/patch.js';
 import type { PathStyle } from '../spec/validate.js';
 import { ControlFailure } from './control-channel.js';
+import { resetLoudnessMeasurement } from './loudness-reset.js';
 import type { PortProbe } from '../net/udp-port.js';
 import { redactInput, type SrtInputView } from '../spec/redact.js';
 import type { PipelineSpec } from '../spec/schema.js';
@@ -290,22 +291,7 @@ export class PipelineRegistry {
   async resetLoudness(id: string): Promise<{ steps: string[] }> {
     if (this.closing) throw new UnavailableError('the engine is shutting down');
     const { record, supervisor } = this.require(id);
-    const assignments = measurementResetAssignments(record.spec);
-    if (assignments.length === 0) throw new NotMeasuringError(`pipeline ${id} has no loudness-normalize step in its processing: there is no loudness measurement to reset`);
-    let outcome: Awaited<ReturnType<PipelineSupervisor['applyLive']>>;
-    try {
-      outcome = await supervisor.applyLive(assignments);
-    } catch (error) {
-      if (!(error instanceof ControlFailure)) throw error;
-      this.options.log.warn({ event: 'loudness-reset-failed', pipeline_id: id, reason: error.reason }, `pipeline ${id}: loudness measurement not reset: ${error.message}`);
-      if (error.reason === 'refused') throw new ChangeRefusedError(`pipeline ${id}: ${error.message}`);
-      throw new UnavailableError(`pipeline ${id}: ${error.message}`);
-    }
-    if (outcome === 'next-start') {
-      throw new NotMeasuringError(`pipeline ${id} has no running child (state ${supervisor.snapshot().state}): its next child measures from its start`);
-    }
-    const steps = assignments.map((a) => a.element);
-    this.options.log.info({ event: 'loudness-reset', pipeline_id: id, steps }, `pipeline ${id}: loudness measurement reset (${steps.join(', ')})`);
+    const steps = await resetLoudnessMeasurement(`pipeline ${id}`, record.spec, supervisor, this.options.log.child({ pipeline_id: id }));
     return { steps };
   }
 

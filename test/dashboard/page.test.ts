@@ -117,6 +117,20 @@ void t.test('the page lists pipelines and stations with live meters and controls
     return s !== undefined && s < 6 ? s : undefined;
   }, 10_000, 'the measurement to start again');
   t.ok(coveredAfter < coveredBefore, `the integrated loudness covered ${coveredBefore} s, then ${coveredAfter} s after the reset`);
+  // The same for a station (POST /api/stations/{id}/loudness/reset).
+  const stationTile = page.locator('article[data-id="studio-a"]');
+  const stationMeasured = stationTile.locator('[data-testid="measured"]');
+  const stationBefore = await eventually(async () => {
+    const s = secondsShown(await stationMeasured.textContent());
+    return s !== undefined && s >= 8 ? s : undefined;
+  }, 30_000, 'eight seconds of the station\'s programme measured');
+  await stationTile.locator('button', { hasText: 'Reset I / LRA' }).click();
+  t.match(await stationTile.locator('.controls .message').textContent({ timeout: 10_000 }), /Reset loudness: done/, 'the page reports the station\'s reset');
+  const stationAfter = await eventually(async () => {
+    const s = secondsShown(await stationMeasured.textContent());
+    return s !== undefined && s < 6 ? s : undefined;
+  }, 10_000, 'the station\'s measurement to start again');
+  t.ok(stationAfter < stationBefore, `the station's integrated loudness covered ${stationBefore} s, then ${stationAfter} s after the reset`);
 
   // An EQ change from the page (PATCH /api/v1/pipelines/{id}, the live-change API) is heard: the
   // 1 kHz band after the loudness step goes from 0 to -12 dB.

@@ -112,9 +112,9 @@ function Controls({ tile, onEdit, editing }) {
         <button type="button" onClick=${() => run('Stop', 'POST', `${station}/stop`)}>Stop</button>
         <button type="button" onClick=${() => run('Restart', 'POST', `${station}/restart`)}>Restart</button>`}
       <button type="button" aria-expanded=${editing} onClick=${onEdit}>${editing ? 'Close settings' : 'Settings'}</button>
-      ${tile.kind === 'pipeline' && (tile.view.processing ?? []).some((s) => s.plugin === 'loudness-normalize') && html`
+      ${(tile.view.processing ?? []).some((s) => s.plugin === 'loudness-normalize') && html`
         <button type="button" title="Start measuring integrated loudness, LRA and true peak again (the gain is not touched)"
-          onClick=${() => run('Reset loudness', 'POST', `/api/v1/pipelines/${tile.id}/loudness/reset`)}>Reset I / LRA</button>`}
+          onClick=${() => run('Reset loudness', 'POST', tile.kind === 'station' ? `${station}/loudness/reset` : `/api/v1/pipelines/${tile.id}/loudness/reset`)}>Reset I / LRA</button>`}
       ${tile.kind === 'pipeline' && html`
         ${confirming
           ? html`<button type="button" class="danger" onClick=${() => { setConfirming(false); void run('Delete', 'DELETE', `/api/v1/pipelines/${tile.id}`); }}>Confirm delete</button>

@@ -1,0 +1,33 @@
+/**
+ * Restarting the programme measurement (integrated loudness, LRA, max true peak) of every
+ * loudness step of a running child, for a pipeline (registry.ts) or a station: the compiler's
+ * assignments (`step<N>.reset-measurement=true`) go through the child's control channel, and the
+ * answer waits for its acknowledgement. The gain and the audio are not touched; nothing is stored.
+ */
+import type { Logger } from 'pino';
+import type { CompilableSpec } from '../compiler/compile.js';
+import { measurementResetAssignments } from '../compiler/update.js';
+import { ChangeRefusedError, NotMeasuringError, UnavailableError } from '../errors.js';
+import { ControlFailure } from './control-channel.js';
+import type { PipelineSupervisor } from './supervisor.js';
+
+/** `what` names the pipeline or station in messages ("pipeline pl_…", "station studio-a"); resolves with the steps reset. */
+export async function resetLoudnessMeasurement(what: string, spec: CompilableSpec, supervisor: PipelineSupervisor, log: Logger): Promise<string[]> {
+  const assignments = measurementResetAssignments(spec);
+  if (assignments.length === 0) throw new NotMeasuringError(`${what} has no loudness-normalize step in its processing: there is no loudness measurement to reset`);
+  let outcome: Awaited<ReturnType<PipelineSupervisor['applyLive']>>;
+  try {
+    outcome = await supervisor.applyLive(assignments);
+  } catch (error) {
+    if (!(error instanceof ControlFailure)) throw error;
+    log.warn({ event: 'loudness-reset-failed', reason: error.reason }, `${what}: loudness measurement not reset: ${error.message}`);
+    if (error.reason === 'refused') throw new ChangeRefusedError(`${what}: ${error.message}`);
+    throw new UnavailableError(`${what}: ${error.message}`);
+  }
+  if (outcome === 'next-start') {
+    throw new NotMeasuringError(`${what} has no running child (state ${supervisor.snapshot().state}): its next child measures from its start`);
+  }
+  const steps = assignments.map((a) => a.element);
+  log.info({ event: 'loudness-reset', steps }, `${what}: loudness measurement reset (${steps.join(', ')})`);
+  return steps;
+}
