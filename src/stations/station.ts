@@ -16,11 +16,11 @@ import type { HostCapacity, PipelineCapacity } from '../capacity/host-capacity.j
 import { compilePipeline, CONTROL_FD, type CompilableSpec, type CompileOptions } from '../compiler/compile.js';
 import { planUpdate } from '../compiler/update.js';
 import type { StationConfig } from '../config/schema.js';
-import { ChangeRefusedError, PortInUseError, UnavailableError } from '../errors.js';
+import { PortInUseError } from '../errors.js';
 import { applyProcessingPatch } from '../spec/patch.js';
 import { REST_BODY } from '../spec/validate.js';
 import type { StationValuesStore } from '../store/station-values.js';
-import { ControlFailure } from '../supervisor/control-channel.js';
+import { throwAsEngineError } from '../supervisor/control-channel.js';
 import { resetLoudnessMeasurement } from '../supervisor/loudness-reset.js';
 import type { Applied } from '../supervisor/registry.js';
 import type { PortProbe } from '../net/udp-port.js';
@@ -160,9 +160,7 @@ export class Station {
         try {
           applied = await this.supervisor.applyLive(plan.assignments);
         } catch (error) {
-          if (!(error instanceof ControlFailure)) throw error;
-          if (error.reason === 'refused') throw new ChangeRefusedError(`station ${this.id}: ${error.message}; nothing changed`);
-          throw new UnavailableError(`station ${this.id}: ${error.message}; nothing changed`);
+          throwAsEngineError(error, `station ${this.id}`, '; nothing changed');
         }
       }
       const version = this.processingVersion + 1;

@@ -10,6 +10,7 @@
  */
 import type { Writable } from 'node:stream';
 import type { Assignment } from '../compiler/update.js';
+import { ChangeRefusedError, UnavailableError } from '../errors.js';
 import type { ControlAckEvent } from '../stats/parse-line.js';
 
 export type { Assignment };
@@ -28,6 +29,17 @@ export class ControlFailure extends Error {
     super(message);
     this.name = 'ControlFailure';
   }
+}
+
+/**
+ * Throws a failed control command as the engine's error for its caller: refused by the child (a
+ * bug between engine and element) as CHANGE_REFUSED, not answered or the child gone as
+ * ENGINE_UNAVAILABLE; `what` prefixes the failure's words. Anything else is thrown as it is.
+ */
+export function throwAsEngineError(error: unknown, what: string, suffix = ''): never {
+  if (!(error instanceof ControlFailure)) throw error;
+  const message = `${what}: ${error.message}${suffix}`;
+  throw error.reason === 'refused' ? new ChangeRefusedError(message) : new UnavailableError(message);
 }
 
 /** Throws unless the assignment fits the element's grammar (a bug if it does not: never user text). */

@@ -7,22 +7,20 @@
 import type { Logger } from 'pino';
 import type { CompilableSpec } from '../compiler/compile.js';
 import { measurementResetAssignments } from '../compiler/update.js';
-import { ChangeRefusedError, NotMeasuringError, UnavailableError } from '../errors.js';
-import { ControlFailure } from './control-channel.js';
-import type { PipelineSupervisor } from './supervisor.js';
+import { NotMeasuringError } from '../errors.js';
+import { ControlFailure, throwAsEngineError } from './control-channel.js';
+import type { LiveOutcome, PipelineSupervisor } from './supervisor.js';
 
 /** `what` names the pipeline or station in messages ("pipeline pl_…", "station studio-a"); resolves with the steps reset. */
 export async function resetLoudnessMeasurement(what: string, spec: CompilableSpec, supervisor: PipelineSupervisor, log: Logger): Promise<string[]> {
   const assignments = measurementResetAssignments(spec);
   if (assignments.length === 0) throw new NotMeasuringError(`${what} has no loudness-normalize step in its processing: there is no loudness measurement to reset`);
-  let outcome: Awaited<ReturnType<PipelineSupervisor['applyLive']>>;
+  let outcome: LiveOutcome;
   try {
     outcome = await supervisor.applyLive(assignments);
   } catch (error) {
-    if (!(error instanceof ControlFailure)) throw error;
-    log.warn({ event: 'loudness-reset-failed', reason: error.reason }, `${what}: loudness measurement not reset: ${error.message}`);
-    if (error.reason === 'refused') throw new ChangeRefusedError(`${what}: ${error.message}`);
-    throw new UnavailableError(`${what}: ${error.message}`);
+    if (error instanceof ControlFailure) log.warn({ event: 'loudness-reset-failed', reason: error.reason }, `${what}: loudness measurement not reset: ${error.message}`);
+    throwAsEngineError(error, what);
   }
   if (outcome === 'next-start') {
     throw new NotMeasuringError(`${what} has no running child (state ${supervisor.snapshot().state}): its next child measures from its start`);

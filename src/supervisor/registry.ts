@@ -17,10 +17,10 @@ import type { Logger } from 'pino';
 import type { HostCapacity, PipelineCapacity } from '../capacity/host-capacity.js';
 import { compilePipeline, compileSecrets, CONTROL_FD, type CompileOptions } from '../compiler/compile.js';
 import { planUpdate } from '../compiler/update.js';
-import { ChangeRefusedError, LimitError, NotFoundError, PortInUseError, StorageError, UnavailableError, VersionMismatchError } from '../errors.js';
+import { LimitError, NotFoundError, PortInUseError, StorageError, UnavailableError, VersionMismatchError } from '../errors.js';
 import { applyPipelinePatch } from '../spec/patch.js';
 import type { PathStyle } from '../spec/validate.js';
-import { ControlFailure } from './control-channel.js';
+import { ControlFailure, throwAsEngineError } from './control-channel.js';
 import { resetLoudnessMeasurement } from './loudness-reset.js';
 import type { PortProbe } from '../net/udp-port.js';
 import { redactInput, type SrtInputView } from '../spec/redact.js';
@@ -266,10 +266,8 @@ export class PipelineRegistry {
       try {
         applied = await supervisor.applyLive(plan.assignments);
       } catch (error) {
-        if (!(error instanceof ControlFailure)) throw error;
-        this.options.log.warn({ event: 'update-failed', pipeline_id: id, reason: error.reason }, `pipeline ${id}: change not applied: ${error.message}`);
-        if (error.reason === 'refused') throw new ChangeRefusedError(`pipeline ${id}: ${error.message}; nothing changed`);
-        throw new UnavailableError(`pipeline ${id}: ${error.message}; nothing changed`);
+        if (error instanceof ControlFailure) this.options.log.warn({ event: 'update-failed', pipeline_id: id, reason: error.reason }, `pipeline ${id}: change not applied: ${error.message}`);
+        throwAsEngineError(error, `pipeline ${id}`, '; nothing changed');
       }
     }
     supervisor.reconfigure(args, secrets);
