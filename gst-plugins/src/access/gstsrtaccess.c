@@ -256,23 +256,12 @@ cap_secret_categories (void)
 
 /* ---- srtsrc's signals ------------------------------------------------- */
 
+/* host:port, IPv6 in brackets (GLib's own text for an inet address) */
 static gchar *
 address_text (GSocketAddress * address)
 {
-  GInetAddress *inet;
-  gchar *host, *text;
-  guint16 port;
-
-  if (!G_IS_INET_SOCKET_ADDRESS (address))
-    return NULL;
-  inet = g_inet_socket_address_get_address (G_INET_SOCKET_ADDRESS (address));
-  port = g_inet_socket_address_get_port (G_INET_SOCKET_ADDRESS (address));
-  host = g_inet_address_to_string (inet);
-  text = g_inet_address_get_family (inet) == G_SOCKET_FAMILY_IPV6
-      ? g_strdup_printf ("[%s]:%u", host, port)
-      : g_strdup_printf ("%s:%u", host, port);
-  g_free (host);
-  return text;
+  return G_IS_INET_SOCKET_ADDRESS (address) ?
+      g_socket_connectable_to_string (G_SOCKET_CONNECTABLE (address)) : NULL;
 }
 
 /* libsrt's listen callback, in its receive thread: note who is calling and

@@ -79,7 +79,9 @@ struct _GstRtpBatch
   /* the latency the sinks wait (LATENCY event), under the object lock */
   GstClockTime latency;
 
-  /* streaming thread only: the media clock's inputs and last stamp */
+  /* streaming thread only: the media clock's inputs and last stamp;
+   * upstream's minimum latency, queried once while no LATENCY event came */
+  GstClockTime queried_latency;
   GstSegment segment;
   gint clock_rate;
   gboolean have_stamp;
@@ -167,6 +169,7 @@ gst_rtp_batch_init (GstRtpBatch * self)
   self->held = NULL;
   self->held_end = GST_CLOCK_TIME_NONE;
   self->latency = GST_CLOCK_TIME_NONE;
+  self->queried_latency = GST_CLOCK_TIME_NONE;
   gst_segment_init (&self->segment, GST_FORMAT_UNDEFINED);
 
   self->sinkpad = gst_pad_new_from_static_template (&sink_template, "sink");
@@ -284,7 +287,9 @@ gst_rtp_batch_contiguous (GstRtpBatch * self, GstBuffer * buffer)
   return pts + tolerance >= self->held_end && pts <= self->held_end + tolerance;
 }
 
-/* The latency the sinks wait: the LATENCY event's, else upstream's minimum. */
+/* The latency the sinks wait: the LATENCY event's, else upstream's minimum
+ * (asked once, not per packet: a graph that is not live never gets the event,
+ * and a live one gets it before its sources produce). */
 static GstClockTime
 gst_rtp_batch_latency (GstRtpBatch * self)
 {
@@ -296,6 +301,8 @@ gst_rtp_batch_latency (GstRtpBatch * self)
   GST_OBJECT_UNLOCK (self);
   if (GST_CLOCK_TIME_IS_VALID (latency))
     return latency;
+  if (GST_CLOCK_TIME_IS_VALID (self->queried_latency))
+    return self->queried_latency;
   q = gst_query_new_latency ();
   latency = 0;
   if (gst_pad_peer_query (self->sinkpad, q)) {
@@ -306,6 +313,7 @@ gst_rtp_batch_latency (GstRtpBatch * self)
       latency = min;
   }
   gst_query_unref (q);
+  self->queried_latency = latency;
   return latency;
 }
 
@@ -472,6 +480,7 @@ gst_rtp_batch_change_state (GstElement * element, GstStateChange transition)
       gst_rtp_batch_drop_held (self);
       self->have_stamp = FALSE;
       self->clock_rate = 0;
+      self->queried_latency = GST_CLOCK_TIME_NONE;
       gst_segment_init (&self->segment, GST_FORMAT_UNDEFINED);
       GST_OBJECT_LOCK (self);
       self->latency = GST_CLOCK_TIME_NONE;

@@ -318,6 +318,7 @@ gst_chain_decode_init (GstChainDecode * self)
 {
   GstPad *target;
   GstPad *sinkpad;
+  GstPadTemplate *sink_templ, *src_templ;
 
   self->out_end = GST_CLOCK_TIME_NONE;
   gst_segment_init (&self->out_segment, GST_FORMAT_TIME);
@@ -330,12 +331,16 @@ gst_chain_decode_init (GstChainDecode * self)
         self);
   }
 
+  /* the class's own templates: borrowed, nothing to release */
+  sink_templ = gst_element_class_get_pad_template (GST_ELEMENT_GET_CLASS (self),
+      "sink");
+  src_templ = gst_element_class_get_pad_template (GST_ELEMENT_GET_CLASS (self),
+      "src");
   target = self->decodebin ? gst_element_get_static_pad (self->decodebin,
       "sink") : NULL;
   sinkpad = target ? gst_ghost_pad_new_from_template ("sink", target,
-      gst_static_pad_template_get (&sink_template)) :
-      gst_ghost_pad_new_no_target_from_template ("sink",
-      gst_static_pad_template_get (&sink_template));
+      sink_templ) : gst_ghost_pad_new_no_target_from_template ("sink",
+      sink_templ);
   if (target) {
     gst_pad_add_probe (target, GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM,
         on_input_event, self, NULL);
@@ -343,8 +348,7 @@ gst_chain_decode_init (GstChainDecode * self)
   }
   gst_element_add_pad (GST_ELEMENT (self), sinkpad);
 
-  self->srcpad = gst_ghost_pad_new_no_target_from_template ("src",
-      gst_static_pad_template_get (&src_template));
+  self->srcpad = gst_ghost_pad_new_no_target_from_template ("src", src_templ);
   gst_element_add_pad (GST_ELEMENT (self), self->srcpad);
 }
 

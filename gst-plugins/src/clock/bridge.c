@@ -13,7 +13,6 @@ struct ClockBridge
 {
   unsigned channels, rate;
   size_t target;                /* frames */
-  size_t limit;                 /* frames: sizes the FIFO (2 x target + 20 ms) */
   ClockFifo fifo;
   ClockResampler rs;
   ClockLoop loop;
@@ -44,6 +43,7 @@ ClockBridge *
 clock_bridge_new (unsigned channels, unsigned rate, double target_s)
 {
   ClockBridge *b;
+  size_t limit;
 
   if (channels < 1 || channels > CLOCK_FIFO_MAX_CHANNELS || rate == 0)
     return NULL;
@@ -53,11 +53,12 @@ clock_bridge_new (unsigned channels, unsigned rate, double target_s)
   b->channels = channels;
   b->rate = rate;
   b->target = (size_t) llround (target_s * rate);
-  b->limit = 2 * b->target + (size_t) llround (CLOCK_BRIDGE_OVERFLOW_S * rate);
+  /* the FIFO: 2 x target + 20 ms, one second of input in a single write
+   * above that, and the taps */
+  limit = 2 * b->target + (size_t) llround (CLOCK_BRIDGE_OVERFLOW_S * rate);
   b->fade_len = (size_t) llround (CLOCK_BRIDGE_FADE_S * rate);
-  /* above the limit, one second of input in a single write, the taps */
   if (clock_fifo_init (&b->fifo, channels,
-          2 * (b->limit + rate) + 2 * CLOCK_SINC_TAPS) != 0) {
+          2 * (limit + rate) + 2 * CLOCK_SINC_TAPS) != 0) {
     free (b);
     return NULL;
   }
