@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
-import { findSenderInterface } from './aes67/host-interface.js';
+import { senderInterfaceFinder } from './aes67/host-interface.js';
 import { pmcLocalSocket, PtpMonitor } from './aes67/ptp-monitor.js';
 import { openSapSender } from './aes67/sap-socket.js';
 import { Aes67Sessions, type StreamSource } from './aes67/sessions.js';
@@ -20,6 +20,7 @@ import { checkGstreamer, gstEnvironment } from './gst/environment.js';
 import { buildGrpcServer, type GrpcEdge } from './grpc/server.js';
 import { EngineHealth } from './health.js';
 import { buildRestServer } from './http/server.js';
+import { withSdp } from './http/routes/pipelines.js';
 import { registerPtpMetrics } from './metrics/ptp-metrics.js';
 import { createMetrics } from './metrics/registry.js';
 import { probeUdpPort } from './net/udp-port.js';
@@ -111,7 +112,7 @@ function createAes67(config: LoadedConfig, log: Logger, pipelines: PipelineRegis
     config: config.aes67,
     streams,
     ptp: () => ptp.status,
-    findInterface: (name) => findSenderInterface(name),
+    findInterface: senderInterfaceFinder(1000),
     openSender: openSapSender,
     log: log.child({ component: 'aes67' }),
     now: Date.now,
@@ -184,7 +185,7 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
   const { ptp, aes67 } = createAes67(config, log, pipelines, stations);
   registerPtpMetrics(metrics, ptp);
   const rest = await buildRestServer({ log, keys, health, pipelines, metrics, aes67, ptp });
-  const dashboard = await buildDashboardServer({ log, keys, health, stations, pipelines, page: config.dashboard, describe: (view) => ({ ...view, sdp: aes67.sdp(view) }) });
+  const dashboard = await buildDashboardServer({ log, keys, health, stations, pipelines, page: config.dashboard, describe: withSdp(aes67) });
   const grpc = buildGrpcServer({
     bind: config.server.bind,
     log: log.child({ component: 'grpc' }),

@@ -1,4 +1,6 @@
 /** Health: status, version and uptime; unhealthy when the engine cannot run pipelines. */
+import { ptpWarnings } from './aes67/ptp-health.js';
+import type { PtpStatus } from './aes67/pmc.js';
 import type { OverloadReport } from './capacity/host-capacity.js';
 import type { GstCheck } from './gst/environment.js';
 
@@ -20,6 +22,11 @@ export interface HealthReport {
 }
 
 /** "3h 12m": whole hours and minutes since start. */
+/** The warnings /health and GetHealth carry: PTP not locked (when PTP is watched), host overloaded. */
+export function healthWarnings(report: Pick<HealthReport, 'overloaded'>, ptp?: PtpStatus): string[] {
+  return [...(ptp === undefined ? [] : ptpWarnings(ptp)), ...(report.overloaded === undefined ? [] : [`overloaded: ${report.overloaded.message}`])];
+}
+
 export function formatUptime(ms: number): string {
   const minutes = Math.floor(Math.max(0, ms) / 60_000);
   return `${Math.floor(minutes / 60)}h ${minutes % 60}m`;

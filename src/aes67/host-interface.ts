@@ -19,3 +19,19 @@ export function findSenderInterface(name: string, interfaces: NodeJS.Dict<Networ
   }
   return undefined;
 }
+
+/**
+ * findSenderInterface over the host's interface list read at most once per `maxAgeMs`: an SDP is
+ * built for every output on every announcement pass and every pipeline list, the list rarely changes.
+ */
+export function senderInterfaceFinder(maxAgeMs: number, now: () => number = Date.now): (name: string) => SenderInterface | undefined {
+  let readAt = -Infinity;
+  let interfaces: NodeJS.Dict<NetworkInterfaceInfo[]> = {};
+  return (name) => {
+    if (now() - readAt >= maxAgeMs) {
+      interfaces = networkInterfaces();
+      readAt = now();
+    }
+    return findSenderInterface(name, interfaces);
+  };
+}

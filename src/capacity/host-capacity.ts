@@ -13,6 +13,7 @@ import {
   CostBook,
   decide,
   describeLoad,
+  graphShape,
   headroomPct,
   isOverloaded,
   niceIncrement,
@@ -133,8 +134,7 @@ export class HostCapacity {
    */
   admit(id: string, processing: readonly ProcessingStep[], code: 'HOST_AT_CAPACITY' | 'STATION_AT_CAPACITY' = 'HOST_AT_CAPACITY'): void {
     if (this.leases.has(id)) return;
-    const cost = this.book.cost(processing);
-    const decision = decide(this.load(), cost);
+    const { cost, decision } = this.fit(id, processing);
     if (!decision.admit) {
       this.options.log.warn(
         { event: 'admission-refused', pipeline_id: id, shape: cost.shape, cost_percent: round(cost.costPct), headroom_percent: round(decision.headroomPct) },
@@ -142,7 +142,6 @@ export class HostCapacity {
       );
       throw new CapacityError(`not enough CPU for ${id.startsWith('station:') ? 'this station' : 'a new pipeline'}: ${decision.reason}`, RETRY_AFTER_S, code);
     }
-    this.leases.set(id, { id, shape: cost.shape, processing, child: undefined, prev: undefined, window: [], fresh: 0 });
   }
 
   /**
@@ -152,7 +151,7 @@ export class HostCapacity {
   readmit(id: string, processing: readonly ProcessingStep[]): void {
     const old = this.leases.get(id);
     if (old === undefined) return this.admit(id, processing);
-    if (this.book.cost(processing).shape === old.shape) return undefined;
+    if (graphShape(processing) === old.shape) return undefined;
     this.leases.delete(id);
     try {
       this.admit(id, processing);
@@ -167,11 +166,15 @@ export class HostCapacity {
 
   /** Admits the pipeline when it fits (true), quietly (a waiting pipeline is tried again and again). */
   tryAdmit(id: string, processing: readonly ProcessingStep[]): boolean {
-    if (this.leases.has(id)) return true;
+    return this.leases.has(id) || this.fit(id, processing).decision.admit;
+  }
+
+  /** Decides whether the pipeline fits at its shape's cost, and when it does, holds its lease. */
+  private fit(id: string, processing: readonly ProcessingStep[]): { cost: ShapeCost; decision: ReturnType<typeof decide> } {
     const cost = this.book.cost(processing);
-    if (!decide(this.load(), cost).admit) return false;
-    this.leases.set(id, { id, shape: cost.shape, processing, child: undefined, prev: undefined, window: [], fresh: 0 });
-    return true;
+    const decision = decide(this.load(), cost);
+    if (decision.admit) this.leases.set(id, { id, shape: cost.shape, processing, child: undefined, prev: undefined, window: [], fresh: 0 });
+    return { cost, decision };
   }
 
   /** The admitted pipeline's supervisor, measured from now on. */

@@ -69,11 +69,6 @@ export class CostBook {
       ? { shape, costPct: builtinCost(processing), source: 'built-in', windows: 0 }
       : { shape, costPct: known.costPct, source: 'measured', windows: known.windows };
   }
-
-  /** Every learned shape, for the health report and the docs. */
-  measured(): ShapeCost[] {
-    return [...this.learned].map(([shape, v]) => ({ shape, costPct: v.costPct, source: 'measured' as const, windows: v.windows }));
-  }
 }
 
 /** What the host looks like over the last measuring window. */

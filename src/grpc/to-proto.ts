@@ -1,8 +1,7 @@
 /** Engine views mapped to gRPC messages: the same fields REST returns, under the same names. */
-import type { HealthReport } from '../health.js';
+import { healthWarnings, type HealthReport } from '../health.js';
 import type { PipelineSpec } from '../spec/schema.js';
 import type { PipelineView } from '../supervisor/registry.js';
-import { ptpWarnings } from '../aes67/ptp-health.js';
 import type { PtpStatus } from '../aes67/pmc.js';
 import type { HealthResponse, Pipeline, ProcessingStep, PtpStatus as PtpStatusMessage } from '../gen/svc/v1/engine.js';
 
@@ -25,7 +24,7 @@ export function healthToProto(report: HealthReport, ptp?: PtpStatus): HealthResp
     reason: report.reason ?? '',
     overloaded: report.overloaded?.message ?? '',
     ptp: ptp === undefined ? undefined : ptpToProto(ptp),
-    warnings: [...(ptp === undefined ? [] : ptpWarnings(ptp)), ...(report.overloaded === undefined ? [] : [`overloaded: ${report.overloaded.message}`])],
+    warnings: healthWarnings(report, ptp),
   };
 }
 

@@ -14,7 +14,7 @@ import { aes67Routes } from './routes/aes67.js';
 import { installOpenApi } from './openapi.js';
 import { healthRoutes } from './routes/health.js';
 import { metricsRoutes } from './routes/metrics.js';
-import { pipelineRoutes } from './routes/pipelines.js';
+import { pipelineRoutes, withSdp } from './routes/pipelines.js';
 
 export const BODY_LIMIT = 64 * 1024;
 
@@ -58,7 +58,7 @@ export async function buildRestServer(deps: RestDeps): Promise<FastifyInstance> 
   const app = createHttpServer(deps.log, 'rest', deps.keys).withTypeProvider<TypeBoxTypeProvider>();
   await installOpenApi(app); // before the routes: it collects them as they are added
   await app.register(healthRoutes(deps.health, deps.ptp));
-  await app.register(pipelineRoutes(deps.pipelines, (view) => ({ ...view, sdp: deps.aes67.sdp(view) })));
+  await app.register(pipelineRoutes(deps.pipelines, withSdp(deps.aes67)));
   await app.register(aes67Routes(deps.pipelines, deps.aes67));
   await app.register(metricsRoutes(deps.metrics));
   return app;

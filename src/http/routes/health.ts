@@ -1,8 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { PtpMonitor } from '../../aes67/ptp-monitor.js';
-import { ptpWarnings } from '../../aes67/ptp-health.js';
-import type { EngineHealth } from '../../health.js';
+import { healthWarnings, type EngineHealth } from '../../health.js';
 
 const Nullable = <T extends ReturnType<typeof Type.String | typeof Type.Number>>(schema: T) => Type.Union([schema, Type.Null()]);
 
@@ -43,10 +42,7 @@ export function healthRoutes(health: EngineHealth, ptp?: Pick<PtpMonitor, 'statu
   return async (app) => {
     const handler = async (): Promise<{ code: 200 | 503; body: typeof HealthResponse.static }> => {
       const report = await health.report();
-      const warnings = [
-        ...(ptp === undefined ? [] : ptpWarnings(ptp.status)),
-        ...(report.overloaded === undefined ? [] : [`overloaded: ${report.overloaded.message}`]),
-      ];
+      const warnings = healthWarnings(report, ptp?.status);
       const body = ptp === undefined ? { ...report, ...(warnings.length > 0 ? { warnings } : {}) } : { ...report, ptp: ptp.status, warnings };
       return { code: report.status === 'healthy' ? 200 : 503, body };
     };

@@ -1,5 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { Aes67Sessions } from '../../aes67/sessions.js';
 import { VersionMismatchError } from '../../errors.js';
 import { PipelinePatch } from '../../spec/patch.js';
 import { PipelineSpec } from '../../spec/schema.js';
@@ -8,6 +9,9 @@ import type { PipelineRegistry, PipelineView } from '../../supervisor/registry.j
 
 /** Adds the pipeline's SDP to what clients see (aes67/sessions.ts writes it). */
 export type DescribePipeline = (view: PipelineView) => PipelineView & { sdp: string };
+
+/** The one DescribePipeline of the REST and dashboard servers. */
+export const withSdp = (sessions: Pick<Aes67Sessions, 'sdp'>): DescribePipeline => (view) => ({ ...view, sdp: sessions.sdp(view) });
 
 const IdParams = Type.Object({ id: Type.String({ maxLength: 80 }) });
 const LogsQuery = Type.Object(
