@@ -15,7 +15,7 @@
 import { Type } from '@sinclair/typebox';
 import { ValidationError } from '../errors.js';
 import { EqBand, PipelineSpec, PLUGINS, type PipelineSpec as Spec } from './schema.js';
-import { compileValidator, parsePipelineSpec, type PathStyle } from './validate.js';
+import { compileValidator, joinPath, parsePipelineSpec, type PathStyle } from './validate.js';
 
 type Json = Record<string, unknown>;
 
@@ -23,10 +23,6 @@ const PATCHABLE = ['name', 'input', 'output', 'processing'] as const;
 
 function isObject(value: unknown): value is Json {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-function at(style: PathStyle, parts: readonly (string | number)[]): string {
-  return (style.root === '' ? parts : [style.root, ...parts]).join(style.separator);
 }
 
 /** RFC 7396 MergePatch(target, patch). */
@@ -45,7 +41,7 @@ function mergeProcessing(current: Spec['processing'], patch: unknown, style: Pat
   return patch.map((item: unknown, index) => {
     const existing = current[index];
     if (!isObject(item) || existing === undefined) return item;
-    if (item.plugin === null) throw new ValidationError(`${at(style, ['processing', index, 'plugin'])} cannot be removed`, ['processing', index, 'plugin']);
+    if (item.plugin === null) throw new ValidationError(`${joinPath(style, ['processing', index, 'plugin'])} cannot be removed`, ['processing', index, 'plugin']);
     if (item.plugin !== undefined && item.plugin !== existing.plugin) return item;
     return mergePatch(existing, item);
   });
@@ -56,10 +52,10 @@ function mergeProcessing(current: Spec['processing'], patch: unknown, style: Pat
  * naming the field. `current` is not changed.
  */
 export function applyPipelinePatch(current: Spec, patch: unknown, style: PathStyle): Spec {
-  if (!isObject(patch)) throw new ValidationError(`${style.root === '' ? '(root)' : style.root} must be an object`);
+  if (!isObject(patch)) throw new ValidationError(`${joinPath(style, [])} must be an object`);
   for (const key of Object.keys(patch)) {
     if (!(PATCHABLE as readonly string[]).includes(key)) {
-      throw new ValidationError(`${at(style, [key])} is not a known field (a change may name ${PATCHABLE.join(', ')})`, [key]);
+      throw new ValidationError(`${joinPath(style, [key])} is not a known field (a change may name ${PATCHABLE.join(', ')})`, [key]);
     }
   }
   const { processing, ...rest } = patch;
@@ -77,11 +73,11 @@ const processingOnly = compileValidator(Type.Object({ processing: PipelineSpec.p
  * `current`, merged by the same rule as a pipeline's and validated as the create schema does.
  */
 export function applyProcessingPatch(current: Spec['processing'], patch: unknown, style: PathStyle): Spec['processing'] {
-  if (!isObject(patch)) throw new ValidationError(`${style.root === '' ? '(root)' : style.root} must be an object`);
+  if (!isObject(patch)) throw new ValidationError(`${joinPath(style, [])} must be an object`);
   for (const key of Object.keys(patch)) {
-    if (key !== 'processing') throw new ValidationError(`${at(style, [key])} is not a known field (a station change names processing only)`, [key]);
+    if (key !== 'processing') throw new ValidationError(`${joinPath(style, [key])} is not a known field (a station change names processing only)`, [key]);
   }
-  if (patch.processing === undefined) throw new ValidationError(`${at(style, ['processing'])} is required`, ['processing']);
+  if (patch.processing === undefined) throw new ValidationError(`${joinPath(style, ['processing'])} is required`, ['processing']);
   const merged = patch.processing === null ? [] : mergeProcessing(current, patch.processing, style);
   return processingOnly.parse({ processing: merged }, style).processing;
 }
