@@ -148,13 +148,13 @@ export class HostCapacity {
    * A change that restarts an admitted pipeline with another graph: admitted at the new shape's
    * cost in place of its old one, or CapacityError with the old admission kept (nothing changes).
    */
-  readmit(id: string, processing: readonly ProcessingStep[]): void {
+  readmit(id: string, processing: readonly ProcessingStep[], code: 'HOST_AT_CAPACITY' | 'STATION_AT_CAPACITY' = 'HOST_AT_CAPACITY'): void {
     const old = this.leases.get(id);
-    if (old === undefined) return this.admit(id, processing);
+    if (old === undefined) return this.admit(id, processing, code);
     if (graphShape(processing) === old.shape) return undefined;
     this.leases.delete(id);
     try {
-      this.admit(id, processing);
+      this.admit(id, processing, code);
     } catch (error) {
       this.leases.set(id, old);
       throw error;

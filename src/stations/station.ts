@@ -46,7 +46,7 @@ export interface StationDeps {
   /** How long a connecting source waits for the station's next child. */
   sourceWaitMs: number;
   /** Admission control (capacity/): a start is admitted at the full cost of the station's graph. */
-  capacity?: Pick<HostCapacity, 'admit' | 'attach' | 'release' | 'pipeline' | 'niceIncrement'>;
+  capacity?: Pick<HostCapacity, 'admit' | 'readmit' | 'attach' | 'release' | 'pipeline' | 'niceIncrement'>;
   /** Where live processing values (PATCH) are kept. */
   values: StationValuesStore;
 }
@@ -156,6 +156,8 @@ export class Station {
       const processing = applyProcessingPatch(this.processing, patch, REST_BODY);
       const plan = planUpdate(this.specWith(this.processing), this.specWith(processing));
       let applied: Applied = plan.kind === 'restart' ? (this.enabled ? 'restart' : 'next-start') : 'live';
+      // a running station restarted with other steps is admitted at their cost first (refused: nothing changes)
+      if (applied === 'restart') this.deps.capacity?.readmit(this.supervisor.id, processing, 'STATION_AT_CAPACITY');
       if (plan.kind === 'live' && plan.assignments.length > 0) {
         try {
           applied = await this.supervisor.applyLive(plan.assignments);
@@ -328,7 +330,7 @@ export class Station {
   /** Admission control: refused (409, STATION_AT_CAPACITY) when the host cannot carry the station. */
   private admit(): void {
     try {
-      this.deps.capacity?.admit(this.supervisor.id, this.config.processing, 'STATION_AT_CAPACITY');
+      this.deps.capacity?.admit(this.supervisor.id, this.processing, 'STATION_AT_CAPACITY');
     } catch (error) {
       this.startError = (error as Error).message;
       this.supervisor.note(`start refused: ${this.startError}`);

@@ -114,7 +114,8 @@ export class PipelineStats {
 
   constructor(
     private readonly intervalMs: number,
-    readonly layout: PipelineStatsLayout = { loudnessSteps: [], srtInput: false },
+    /** Replaced when the pipeline's graph changes (supervisor reconfigure()). */
+    public layout: PipelineStatsLayout = { loudnessSteps: [], srtInput: false },
   ) {}
 
   /** A new child starts: nothing of it is known yet. */

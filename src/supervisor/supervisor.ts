@@ -135,6 +135,8 @@ export class PipelineSupervisor {
   reconfigure(args: readonly string[], extraInput: readonly Uint8Array[] | undefined): void {
     this.args = args;
     this.extraInput = extraInput;
+    // the series a changed graph reports (a loudness step added or removed) exist from the change on
+    this.stats.layout = statsLayoutOf(args);
   }
 
   /** Ends the child and starts a new one with the current argv (reconfigure()). */
