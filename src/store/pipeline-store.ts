@@ -10,11 +10,12 @@
  * create and chmod nor a record's mode tells which pipelines have a passphrase. Records written
  * by earlier versions (0640) are narrowed when the store opens.
  */
-import { chmod, mkdir, open, readdir, readFile, rename, unlink } from 'node:fs/promises';
+import { chmod, mkdir, readdir, readFile, rename, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import { StorageError, ValidationError } from '../errors.js';
 import type { PipelineSpec } from '../spec/schema.js';
 import { parsePipelineSpec } from '../spec/validate.js';
+import { syncFolder, writeDurably } from './durable-file.js';
 import { PIPELINE_ID } from './ids.js';
 
 export interface PipelineRecord {
@@ -77,26 +78,11 @@ export class PipelineStore {
   }
 
   async put(record: PipelineRecord): Promise<void> {
-    const file = this.fileOf(record.id);
-    const tmp = `${file}.${process.pid}.tmp`;
     const body = `${JSON.stringify({ format: FORMAT, ...record }, null, 2)}\n`;
-    let renamed = false;
     try {
-      const handle = await open(tmp, 'w', RECORD_MODE);
-      try {
-        await handle.chmod(RECORD_MODE); // whatever the umask, or a stale temp file, left
-        await handle.writeFile(body, 'utf8');
-        await handle.sync();
-      } finally {
-        await handle.close();
-      }
-      await rename(tmp, file);
-      renamed = true;
-      await this.syncDir();
+      await writeDurably(this.fileOf(record.id), body, RECORD_MODE);
     } catch (error) {
-      // Nothing half-made: neither the temp file nor a record whose durability is unknown stays.
-      await unlink(renamed ? file : tmp).catch(() => undefined);
-      await this.syncDir().catch(() => undefined);
+      // Nothing half-made: writeDurably left neither the temp file nor a record of unknown durability.
       const errno = (error as NodeJS.ErrnoException).code ?? 'EIO';
       throw new StorageError(
         errno,
@@ -111,16 +97,7 @@ export class PipelineStore {
     await unlink(this.fileOf(id)).catch((error: NodeJS.ErrnoException) => {
       if (error.code !== 'ENOENT') throw error;
     });
-    await this.syncDir();
-  }
-
-  private async syncDir(): Promise<void> {
-    const handle = await open(this.dir, 'r');
-    try {
-      await handle.sync();
-    } finally {
-      await handle.close();
-    }
+    await syncFolder(this.dir);
   }
 }
 

@@ -5,9 +5,10 @@
  * source of a station's existence; a file records the configured processing it was made from,
  * and when config.toml's processing has changed since, the configuration wins (stale()).
  */
-import { mkdir, open, readFile, rename, unlink } from 'node:fs/promises';
+import { mkdir, readFile, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import type { PipelineSpec } from '../spec/schema.js';
+import { writeDurably } from './durable-file.js';
 
 export type Processing = PipelineSpec['processing'];
 
@@ -53,22 +54,7 @@ export class StationValuesStore {
 
   async put(id: string, values: StationValues): Promise<void> {
     await mkdir(this.dir, { recursive: true, mode: 0o700 });
-    const file = this.fileOf(id);
-    const tmp = `${file}.${process.pid}.tmp`;
-    const handle = await open(tmp, 'w', 0o600);
-    try {
-      await handle.writeFile(`${JSON.stringify({ format: FORMAT, ...values }, null, 2)}\n`, 'utf8');
-      await handle.sync();
-    } finally {
-      await handle.close();
-    }
-    await rename(tmp, file);
-    const dir = await open(this.dir, 'r');
-    try {
-      await dir.sync();
-    } finally {
-      await dir.close();
-    }
+    await writeDurably(this.fileOf(id), `${JSON.stringify({ format: FORMAT, ...values }, null, 2)}\n`, 0o600);
   }
 
   async remove(id: string): Promise<void> {
