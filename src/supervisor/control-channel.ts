@@ -59,7 +59,7 @@ export function formatCommand(id: number, assignments: readonly Assignment[]): s
 interface Pending {
   line: string;
   attempts: number;
-  timer: NodeJS.Timeout;
+  timer: NodeJS.Timeout | undefined;
   resolve: () => void;
   reject: (error: ControlFailure) => void;
 }
@@ -78,7 +78,7 @@ export class ControlChannel {
     const id = this.nextId++;
     const line = formatCommand(id, assignments);
     return new Promise<void>((resolve, reject) => {
-      const entry: Pending = { line, attempts: 0, timer: setTimeout(() => undefined, 0), resolve, reject };
+      const entry: Pending = { line, attempts: 0, timer: undefined, resolve, reject };
       this.pending.set(id, entry);
       this.attempt(id, entry);
     });
