@@ -27,6 +27,9 @@ struct ClockBridge
   double last_write_t, pkt_window_t0;
   int have_write;
   unsigned episode_clusters;    /* packets completed since filling began */
+  int ran_dry;                  /* an underrun, no packet since */
+  double dry_gap;               /* s: the gap that ran it dry, its packet
+                                 * still arriving */
   /* the saw-tooth's depth: average minus lowest fill per window of
    * CLOCK_BRIDGE_SWING_WINDOW_S output, and its peak-hold (s) */
   double win_min, win_time, swing;
@@ -37,6 +40,14 @@ struct ClockBridge
    * event, the time of that event, the area under it since the last read */
   double cont_fill, cont_t, area, area_t0;
   int have_t;
+  /* the fill just before each packet below the loop's average (s), a ring */
+  double dips[CLOCK_BRIDGE_DIPS];
+  unsigned n_dips, next_dip;
+  /* the drift: weighted least squares of input seconds received against
+   * arrival time, sums centred on (ref_t, ref_y) after each point */
+  double ls_w, ls_tt, ls_ty, ref_t, ref_y, ls_last_t, ls_in, ls_span;
+  double ls_disagree;           /* s the line has disagreed with the loop */
+  int ls_have;
 };
 
 ClockBridge *
@@ -108,6 +119,89 @@ advance_to (ClockBridge * b, double t)
   }
 }
 
+/* a new stream or sender: the drift line starts again */
+static void
+drift_restart (ClockBridge * b)
+{
+  b->ls_w = b->ls_tt = b->ls_ty = 0.0;
+  b->ls_in = b->ls_span = b->ls_disagree = 0.0;
+  b->ls_have = 0;
+}
+
+static int
+drift_line_ready (const ClockBridge * b)
+{
+  return b->ls_have && b->ls_span >= CLOCK_BRIDGE_DRIFT_MIN_S
+      && b->ls_tt > 0.0;
+}
+
+static int
+drift_line_agrees (const ClockBridge * b)
+{
+  return fabs ((b->ls_ty / b->ls_tt - 1.0) - b->loop.integ) * 1e6 <=
+      CLOCK_BRIDGE_DRIFT_AGREE_PPM;
+}
+
+/* one packet of `frames` arriving at t: a point of the line */
+static void
+drift_note (ClockBridge * b, size_t frames, double t)
+{
+  double x, y, decay;
+
+  /* a pause of the input (a caller gone, a stall): maybe another clock */
+  if (b->ls_have && t - b->ls_last_t > CLOCK_BRIDGE_DRIFT_GAP_S)
+    drift_restart (b);
+  if (!b->ls_have) {
+    b->ref_t = t;
+    b->ref_y = 0.0;
+    b->ls_have = 1;
+  } else {
+    b->ls_span += t - b->ls_last_t;
+    /* the sender's rate stepped (same stream, no pause): a new line */
+    if (drift_line_ready (b) && !drift_line_agrees (b)) {
+      b->ls_disagree += t - b->ls_last_t;
+      if (b->ls_disagree > CLOCK_BRIDGE_DRIFT_AGREE_S) {
+        drift_restart (b);
+        b->ref_t = t;
+        b->ref_y = 0.0;
+        b->ls_have = 1;
+      }
+    } else {
+      b->ls_disagree = 0.0;
+    }
+  }
+  decay = exp (-(t - b->ls_last_t) / CLOCK_BRIDGE_DRIFT_WINDOW_S);
+  b->ls_last_t = t;
+  b->ls_w *= decay;
+  b->ls_tt *= decay;
+  b->ls_ty *= decay;
+  /* the point, centred on the line's reference */
+  x = t - b->ref_t;
+  y = b->ls_in - b->ref_y;
+  b->ls_in += (double) frames / b->rate;
+  {
+    /* add it, then move the reference to the new weighted mean (the sums
+     * of x and y are then zero: no cancellation however long it runs) */
+    double w = b->ls_w + 1.0;
+    double mx = x / w, my = y / w;
+
+    b->ls_tt += x * x - w * mx * mx;
+    b->ls_ty += x * y - w * mx * my;
+    b->ls_w = w;
+    b->ref_t += mx;
+    b->ref_y += my;
+  }
+}
+
+/* the drift in ppm, or the loop's integrator while the line is short */
+static double
+drift_ppm (const ClockBridge * b)
+{
+  if (drift_line_ready (b) && drift_line_agrees (b))
+    return (b->ls_ty / b->ls_tt - 1.0) * 1e6;
+  return b->loop.integ * 1e6;
+}
+
 static void
 empty_fifo (ClockBridge * b)
 {
@@ -124,6 +218,10 @@ clock_bridge_flush (ClockBridge * b)
   b->gap_cur = b->gap_prev = 0.0;
   b->have_write = b->have_swing = 0;
   b->running = b->draining = b->drained = 0;
+  b->n_dips = b->next_dip = 0;
+  b->ran_dry = 0;
+  b->dry_gap = 0.0;
+  drift_restart (b);
   b->ratio = 1.0 + b->loop.integ;
 }
 
@@ -156,6 +254,32 @@ packet_frames (const ClockBridge * b)
   return p > b->cluster ? p : b->cluster;
 }
 
+/* A gap that ran the FIFO dry, input back within CLOCK_BRIDGE_PAUSE_S, and
+ * the packet that ended it complete: when that packet carries at least half
+ * the gap's audio it was late, not lost (a burst pattern: the sender held
+ * the audio), and the gap is learnt: the next start fill covers it and the
+ * depth kept below the average is at least the gap less half a packet.  A
+ * small packet after the gap is a stall (the audio of the gap is gone). */
+static void
+learn_dry_gap (ClockBridge * b)
+{
+  double gap = b->dry_gap;
+
+  b->dry_gap = 0.0;
+  if ((double) b->cluster >= 0.5 * gap * b->rate) {
+    double need = gap - 0.5 * (double) b->cluster / b->rate;
+
+    if (gap * b->rate > b->gap_cur)
+      b->gap_cur = gap * b->rate;
+    if (need > CLOCK_BRIDGE_MAX_DEPTH_S)
+      need = CLOCK_BRIDGE_MAX_DEPTH_S;
+    if (!b->have_swing || need > b->swing) {
+      b->swing = need;
+      b->have_swing = 1;
+    }
+  }
+}
+
 /* records a write of frames at t in the packet estimate */
 static void
 note_write (ClockBridge * b, size_t frames, double t)
@@ -180,11 +304,18 @@ note_write (ClockBridge * b, size_t frames, double t)
       b->pkt_cur = b->cluster;
     if (b->have_write && !b->running)
       b->episode_clusters++;
+    if (b->dry_gap > 0.0)       /* the packet after a dry gap is complete */
+      learn_dry_gap (b);
     b->cluster = frames;
-    /* a gap that ran the FIFO dry (a stall, a caller gone) is not a
-     * pattern of the input */
-    if (b->have_write && b->running && gap * b->rate > b->gap_cur)
+    if (b->have_write && b->ran_dry && gap < CLOCK_BRIDGE_PAUSE_S) {
+      b->dry_gap = gap;         /* judged when its packet is complete */
+    } else if (b->have_write && (b->running || (b->episode_clusters > 1
+                && gap < CLOCK_BRIDGE_PAUSE_S)) && gap * b->rate > b->gap_cur) {
+      /* while running, and between the packets seen while filling (not
+       * the one after the first: that may end a backlog) */
       b->gap_cur = gap * b->rate;
+    }
+    b->ran_dry = 0;
   }
   b->last_write_t = t;
   b->last_write = frames;
@@ -193,14 +324,17 @@ note_write (ClockBridge * b, size_t frames, double t)
 
 /* the fill right after a packet at which the lowest fill, just before the
  * next packet, is the target: the target is the reserve below the
- * packets' saw-tooth */
+ * packets' saw-tooth.  Before the depth of the saw-tooth has been measured
+ * (a new stream: a few packets and gaps seen) half a packet more: a later
+ * packet than those seen while filling does not run it dry. */
 static double
 start_fill (const ClockBridge * b)
 {
   double p = (double) (b->running ? packet_closed (b) : packet_frames (b));
   double g = gap_frames (b);
+  double fill = (double) b->target + (g > p ? g : p);
 
-  return (double) b->target + (g > p ? g : p);
+  return b->have_swing ? fill : fill + 0.5 * p;
 }
 
 /* the average fill the loop keeps: target + the saw-tooth's depth below
@@ -223,9 +357,31 @@ limit_frames (const ClockBridge * b)
       (double) b->target + CLOCK_BRIDGE_OVERFLOW_S * b->rate;
 }
 
-/* after each read while running: the lowest fill of the window against the
- * loop's average.  Windows with a trim (start, overrun, settle) in them are
- * not measured. */
+static int
+compare_doubles (const void *a, const void *b)
+{
+  double x = *(const double *) a, y = *(const double *) b;
+
+  return x < y ? -1 : x > y;
+}
+
+/* the CLOCK_BRIDGE_DIP_QUANTILE quantile of the recorded dips */
+static double
+dip_quantile (const ClockBridge * b)
+{
+  double sorted[CLOCK_BRIDGE_DIPS];
+  size_t k;
+
+  memcpy (sorted, b->dips, b->n_dips * sizeof (double));
+  qsort (sorted, b->n_dips, sizeof (double), compare_doubles);
+  k = (size_t) llround (CLOCK_BRIDGE_DIP_QUANTILE * (b->n_dips - 1));
+  return sorted[k];
+}
+
+/* after each read while running: the depth of the window (the dips'
+ * quantile, or the lowest fill of the window against the loop's average
+ * while few dips are known).  Windows with a trim (start, overrun, settle)
+ * in them are not measured. */
 static void
 note_swing (ClockBridge * b, double span)
 {
@@ -234,7 +390,8 @@ note_swing (ClockBridge * b, double span)
   b->win_time += span;
   if (b->win_time < CLOCK_BRIDGE_SWING_WINDOW_S)
     return;
-  w = clock_loop_fill (&b->loop) - b->win_min;
+  w = b->n_dips >= CLOCK_BRIDGE_DIPS_MIN ? dip_quantile (b) :
+      clock_loop_fill (&b->loop) - b->win_min;
   if (w > CLOCK_BRIDGE_MAX_DEPTH_S)     /* bounds the FIFO's use */
     w = CLOCK_BRIDGE_MAX_DEPTH_S;
   /* measured only while the loop holds the setpoint (no transient; the
@@ -300,6 +457,15 @@ clock_bridge_write (ClockBridge * b, const float *interleaved, size_t frames,
   if (b->draining || frames == 0)
     return;
   advance_to (b, t);
+  /* a packet begins (not the rest of one): its dip, while the loop holds */
+  if (b->running && b->settle_left == 0 && b->have_write
+      && t - b->last_write_t > CLOCK_BRIDGE_CLUSTER_S) {
+    b->dips[b->next_dip] = clock_loop_fill (&b->loop) - b->cont_fill;
+    b->next_dip = (b->next_dip + 1) % CLOCK_BRIDGE_DIPS;
+    if (b->n_dips < CLOCK_BRIDGE_DIPS)
+      b->n_dips++;
+  }
+  drift_note (b, frames, t);
   b->frames_in += frames;
   if (frames > f->capacity / 2) {       /* keep the newest part only */
     interleaved += (frames - f->capacity / 2) * b->channels;
@@ -323,6 +489,7 @@ clock_bridge_write (ClockBridge * b, const float *interleaved, size_t frames,
     } else if (fill_frames (b) > limit) {
       if (b->settle_left == 0)  /* once per episode */
         b->overruns++;
+      drift_restart (b);        /* the line's offset jumped */
       b->cluster = 0;           /* a burst is not a packet */
       trim_to_target (b);
       open_settle_window (b);
@@ -369,10 +536,12 @@ clock_bridge_read (ClockBridge * b, float *out, size_t frames, double t)
     }
     if (k < frames) {
       /* dry: the rest is silence */
-      if (b->draining)
+      if (b->draining) {
         b->drained = 1;
-      else
+      } else {
         b->underruns++;
+        b->ran_dry = 1;
+      }
       b->running = 0;
       empty_fifo (b);
     }
@@ -404,7 +573,7 @@ clock_bridge_drained (const ClockBridge * b)
 void
 clock_bridge_stats (const ClockBridge * b, ClockBridgeStats * s)
 {
-  s->drift_ppm = b->loop.integ * 1e6;
+  s->drift_ppm = drift_ppm (b);
   s->fill_s = b->running ? clock_loop_fill (&b->loop) :
       fill_frames (b) / b->rate;
   s->target_s = (double) b->target / b->rate;

@@ -13,11 +13,28 @@
  * AAC frames (170 ms) per PES, decoded back to back; a steady sender one
  * frame (21 ms); an Icecast source leaves 93 ms holes and then catches up.
  * The fill is a saw-tooth; the loop keeps its average at the setpoint
- * target + D, D the saw-tooth's depth below its average (per 1 s window of
- * output: average minus lowest fill; peak-hold, falling toward smaller
- * depths with a 30 s time constant but at most 0.02 ms per s; max(P, G)/2
- * until the first window), so the reserve against late input is the
- * target whatever the packet pattern.
+ * target + D, D the saw-tooth's depth below its average: the fill just
+ * before each packet (its dip) is recorded against the loop's average, and
+ * D is the CLOCK_BRIDGE_DIP_QUANTILE quantile of the last
+ * CLOCK_BRIDGE_DIPS dips (per 1 s window of output; the window's lowest
+ * fill until CLOCK_BRIDGE_DIPS_MIN dips are known, max(P, G)/2 before the
+ * first window), peak-hold, falling toward smaller depths with a 30 s time
+ * constant but at most 0.02 ms per s.  So the usual packet pattern keeps
+ * the target as its reserve, and the target is the margin for the rare
+ * packet that comes later than that (a sender's scheduling, the network).
+ *
+ * The drift reported is not the loop's integrator but the slope of the
+ * input against the output clock: a least-squares line through (arrival
+ * time, frames received) of every packet since the stream (re)started,
+ * weighted with a CLOCK_BRIDGE_DRIFT_WINDOW_S forgetting time.  The packet
+ * pattern and the loop's corrections do not enter it; the integrator
+ * until CLOCK_BRIDGE_DRIFT_MIN_S of input have been seen.  A pause of the
+ * input longer than CLOCK_BRIDGE_DRIFT_GAP_S (a caller gone or stalled:
+ * maybe another sender) or an overrun (a burst: the line's offset jumped)
+ * starts the line again, and so does a line that disagrees with the
+ * integrator by more than CLOCK_BRIDGE_DRIFT_AGREE_PPM for
+ * CLOCK_BRIDGE_DRIFT_AGREE_S (the sender's rate stepped); while they
+ * disagree the integrator is reported.
 
  * States:
  *   filling  output is digital silence.  The first write that brings the
@@ -27,7 +44,11 @@
  *   running  the resampler reads the FIFO.  When it runs dry (no input:
  *            caller gone or stalled) the rest of the chunk is silence, one
  *            underrun is counted and the bridge goes back to filling (the
- *            drift estimate and P are kept).  When a write brings the fill
+ *            drift estimate and P are kept).  When input comes back within
+ *            CLOCK_BRIDGE_PAUSE_S, the gap was the input's pattern (a
+ *            packet later than the depth allowed for): the depth becomes
+ *            at least that gap less half a packet, and the next start
+ *            fill covers the gap.  When a write brings the fill
  *            above the limit (2 x target + CLOCK_BRIDGE_OVERFLOW_S + P; a
  *            burst) one overrun is counted, the oldest frames are dropped
  *            down to target + P and the audio fades in again.
@@ -58,12 +79,21 @@
 #define CLOCK_BRIDGE_DEPTH_GUESS 0.5
 #define CLOCK_BRIDGE_MAX_DEPTH_S 0.5
 #define CLOCK_BRIDGE_SETTLE_MARGIN_S 0.005
+#define CLOCK_BRIDGE_DIPS 256
+#define CLOCK_BRIDGE_DIPS_MIN 8
+#define CLOCK_BRIDGE_DIP_QUANTILE 0.95
+#define CLOCK_BRIDGE_DRIFT_WINDOW_S 60.0
+#define CLOCK_BRIDGE_DRIFT_MIN_S 10.0
+#define CLOCK_BRIDGE_DRIFT_GAP_S 1.0
+#define CLOCK_BRIDGE_PAUSE_S 1.0
+#define CLOCK_BRIDGE_DRIFT_AGREE_PPM 500.0
+#define CLOCK_BRIDGE_DRIFT_AGREE_S 5.0
 
 typedef struct ClockBridge ClockBridge;
 
 typedef struct
 {
-  double drift_ppm;             /* the loop's drift estimate */
+  double drift_ppm;             /* the input's slope against the output clock */
   double fill_s;                /* filtered fill while running, raw while filling */
   double target_s;
   double packet_s;              /* P: the input's packet (burst) size */
