@@ -8,6 +8,7 @@
  *   clockbridge   crosses from the sender's clock to the pipeline clock (adaptive resampler)
  *   chaindecode   decodebin behind one src pad that follows new chains (chained Ogg)
  *   enginecontrol sets sibling elements' properties from commands on a descriptor
+ *   aacframer     ADTS AAC to raw frames, each passed on as soon as it is complete
  */
 #include <gst/gst.h>
 
@@ -19,6 +20,7 @@ GST_ELEMENT_REGISTER_DECLARE (srtaccess);
 GST_ELEMENT_REGISTER_DECLARE (clockbridge);
 GST_ELEMENT_REGISTER_DECLARE (chaindecode);
 GST_ELEMENT_REGISTER_DECLARE (enginecontrol);
+GST_ELEMENT_REGISTER_DECLARE (aacframer);
 
 static gboolean
 plugin_init (GstPlugin * plugin)
@@ -33,6 +35,7 @@ plugin_init (GstPlugin * plugin)
   ok |= GST_ELEMENT_REGISTER (clockbridge, plugin);
   ok |= GST_ELEMENT_REGISTER (chaindecode, plugin);
   ok |= GST_ELEMENT_REGISTER (enginecontrol, plugin);
+  ok |= GST_ELEMENT_REGISTER (aacframer, plugin);
   return ok;
 }
 
