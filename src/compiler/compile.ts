@@ -122,6 +122,9 @@ export function compileInput(input: CompilableSpec['input']): string[][] {
         element('typefind', { name: 'typefind' }),
         element('tsdemux', { name: 'demux' }),
         [CAPS.audioInTransportStream],
+        // ADTS AAC leaves as raw frames the moment each is complete: decodebin's aacparse held
+        // every frame smaller than one it saw at sync until the next came (21.3 ms, docs/clock.md).
+        element('aacframer', { name: 'framer' }),
         element('decodebin', { name: 'decode' }),
       ];
     case 'stdin':
@@ -251,6 +254,9 @@ export function compilePipeline(spec: CompilableSpec, options: CompileOptions): 
       'auto-multicast': true,
       'qos-dscp': spec.output.dscp,
       sync: true,
+      // With the bridge the graph's processing margin is the bridge's own (its LATENCY answer:
+      // one chunk + 5 ms); udpsink's default deadline would add 20 ms to every packet's delay.
+      ...(bridged ? { 'processing-deadline': 0 } : {}),
       // A live SRT graph must not wait for preroll. A stdin graph prerolls anyway (decodebin waits
       // for data); with async=false its EOS (the source left) was lost in about 1 run of 3 and the
       // child never exited (GStreamer 1.22, measured), with async=true it ended every time.

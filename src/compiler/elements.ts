@@ -53,6 +53,8 @@ export const ELEMENTS = {
   decodebin: { name },
   // Our decodebin wrapper for the stdin input: one src pad across chained streams (gst-plugins/src/chain).
   chaindecode: { name },
+  // ADTS AAC to raw frames, each passed on when complete (aacparse held one frame; gst-plugins/src/framer).
+  aacframer: { name },
   audioconvert: { name },
   audioresample: { name },
   // The clock bridge (gst-plugins, docs/elements-clockbridge.md): the jitter buffer and adaptive
@@ -90,6 +92,7 @@ export const ELEMENTS = {
     'qos-dscp': int(-1, 63),
     sync: bool,
     async: bool,
+    'processing-deadline': int(0, I64_NS),
   },
 } as const satisfies Record<string, Record<string, PropertyType>>;
 

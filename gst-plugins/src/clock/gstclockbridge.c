@@ -48,8 +48,10 @@ GST_DEBUG_CATEGORY_STATIC (clock_bridge_debug);
 
 #define RATE 48000
 #define MAX_CHANNELS 8
-/* time the graph after the bridge has to process a chunk before it is due */
-#define LATENCY_MARGIN (3 * GST_MSECOND)
+/* time the graph after the bridge has to process a chunk and the sink to
+ * send it before it is due: the whole processing margin of the graph (the
+ * compiler sets the sink's own processing-deadline to 0) */
+#define LATENCY_MARGIN (5 * GST_MSECOND)
 /* input-active: a buffer arrived within this time */
 #define INPUT_ACTIVE_WINDOW (200 * GST_MSECOND)
 
@@ -554,8 +556,10 @@ gst_clock_bridge_chain (GstPad * pad, GstObject * parent, GstBuffer * buffer)
     GST_OBJECT_UNLOCK (self);
     if (clock)
       self->last_input = gst_clock_get_time (clock);
-    GST_LOG_OBJECT (self, "%" G_GSIZE_FORMAT " frames at %" GST_TIME_FORMAT,
-        map.size / frame_bytes, GST_TIME_ARGS (self->last_input));
+    GST_LOG_OBJECT (self, "%" G_GSIZE_FORMAT " frames at %" GST_TIME_FORMAT
+        " pts %" GST_TIME_FORMAT, map.size / frame_bytes,
+        GST_TIME_ARGS (self->last_input),
+        GST_TIME_ARGS (GST_BUFFER_PTS (buffer)));
     clock_bridge_write (self->bridge, (const float *) map.data,
         map.size / frame_bytes, running_seconds (self, self->last_input));
     gst_buffer_unmap (buffer, &map);
