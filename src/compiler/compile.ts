@@ -255,7 +255,7 @@ export function compilePipeline(spec: CompilableSpec, options: CompileOptions): 
       'qos-dscp': spec.output.dscp,
       sync: true,
       // With the bridge the graph's processing margin is the bridge's own (its LATENCY answer:
-      // one chunk + 5 ms); udpsink's default deadline would add 20 ms to every packet's delay.
+      // one chunk + 3 ms); udpsink's default deadline would add 20 ms to every packet's delay.
       ...(bridged ? { 'processing-deadline': 0 } : {}),
       // A live SRT graph must not wait for preroll. A stdin graph prerolls anyway (decodebin waits
       // for data); with async=false its EOS (the source left) was lost in about 1 run of 3 and the

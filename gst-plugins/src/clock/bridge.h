@@ -20,8 +20,10 @@
  * fill until CLOCK_BRIDGE_DIPS_MIN dips are known, max(P, G)/2 before the
  * first window), peak-hold, falling toward smaller depths with a 30 s time
  * constant but at most 0.02 ms per s.  So the usual packet pattern keeps
- * the target as its reserve, and the target is the margin for the rare
- * packet that comes later than that (a sender's scheduling, the network).
+ * the target as its reserve, and the target is the margin for the packet
+ * that comes later than usual (a sender's scheduling, the network); a
+ * quantile, not the deepest dip, so that such a packet does not move the
+ * setpoint (and the latency) each time it comes.
  *
  * The drift reported is not the loop's integrator but the slope of the
  * input against the output clock: a least-squares line through (arrival

@@ -41,6 +41,8 @@
 
 #include <gst/audio/audio.h>
 #include <gst/gst.h>
+#include <pthread.h>
+#include <sched.h>
 #include <string.h>
 
 GST_DEBUG_CATEGORY_STATIC (clock_bridge_debug);
@@ -51,7 +53,9 @@ GST_DEBUG_CATEGORY_STATIC (clock_bridge_debug);
 /* time the graph after the bridge has to process a chunk and the sink to
  * send it before it is due: the whole processing margin of the graph (the
  * compiler sets the sink's own processing-deadline to 0) */
-#define LATENCY_MARGIN (5 * GST_MSECOND)
+#define LATENCY_MARGIN (3 * GST_MSECOND)
+/* the output thread's SCHED_FIFO priority, when the process may have it */
+#define OUTPUT_RT_PRIORITY 10
 /* input-active: a buffer arrived within this time */
 #define INPUT_ACTIVE_WINDOW (200 * GST_MSECOND)
 
@@ -645,6 +649,16 @@ gst_clock_bridge_loop (GstPad * pad)
   guint ch;
 
   if (!self->sent_head) {
+    /* The output runs on a deadline of LATENCY_MARGIN after each chunk:
+     * the task (and the graph after it, down to the sink, in this thread)
+     * asks for real-time scheduling so that other work on the host does
+     * not delay packets.  Refused (no CAP_SYS_NICE or RLIMIT_RTPRIO): it
+     * runs as before, said once in the debug log. */
+    struct sched_param param = {.sched_priority = OUTPUT_RT_PRIORITY };
+    int err = pthread_setschedparam (pthread_self (), SCHED_FIFO, &param);
+    if (err != 0)
+      GST_INFO_OBJECT (self, "output thread stays SCHED_OTHER: %s",
+          g_strerror (err));
     push_head (self);
     self->sent_head = TRUE;
   }

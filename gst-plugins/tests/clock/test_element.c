@@ -8,7 +8,7 @@
  *   - input stops: silence on time, one underrun per episode, input-active
  *     false; input resumes: the fade-in again;
  *   - the clockbridge message with the documented fields and types;
- *   - LATENCY: live, chunk + 5 ms;
+ *   - LATENCY: live, chunk + 3 ms;
  *   - EOS on the sink pad: the FIFO plays out, then EOS downstream;
  *   - refused settings fail the state change. */
 #include <gst/gst.h>
@@ -180,7 +180,7 @@ GST_START_TEST (test_cadence_silence_fade_underrun)
     fail_unless_equals_uint64 (overruns, 0);
     fail_unless (fabs (target - 0.02) < 1e-9);
     fail_unless (fabs (fill - 0.02) < 0.003, "fill %f", fill);
-    fail_unless (fabs (latency - (fill + 0.004 + 0.005)) < 1e-9);
+    fail_unless (fabs (latency - (fill + 0.004 + 0.003)) < 1e-9);
     /* 2.2 s of input: the loop's integrator (the line needs 10 s), still
      * taking out the half packet the first start fill adds */
     fail_unless (fabs (drift) < 300.0, "drift %f ppm", drift);
@@ -238,7 +238,7 @@ GST_START_TEST (test_latency_query)
   fail_unless (gst_pad_query (src, q));
   gst_query_parse_latency (q, &live, &min, &max);
   fail_unless (live);
-  fail_unless_equals_uint64 (min, 9 * GST_MSECOND);     /* chunk + 5 ms */
+  fail_unless_equals_uint64 (min, 7 * GST_MSECOND);     /* chunk + 3 ms */
   fail_unless_equals_uint64 (max, GST_CLOCK_TIME_NONE);
   gst_query_unref (q);
   gst_object_unref (src);
