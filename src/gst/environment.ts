@@ -11,7 +11,7 @@ import { runCommand } from '../supervisor/child.js';
 export const REQUIRED_ELEMENTS = [
   'srtsrc', 'typefind', 'tsdemux', 'decodebin', 'audioconvert', 'audioresample', 'level', 'rtpL24pay', 'udpsink',
 ] as const;
-export const OWN_ELEMENTS = ['clockbridge', 'loudnorm', 'parametriceq', 'pipelinestats', 'rtpbatch', 'srtaccess', 'chaindecode', 'enginecontrol'] as const;
+export const OWN_ELEMENTS = ['clockbridge', 'loudnorm', 'parametriceq', 'pipelinestats', 'rtpbatch', 'srtaccess', 'chaindecode', 'enginecontrol', 'aacframer'] as const;
 
 /** The repository (or installed package) root: the folder holding our package.json. */
 export function packageRoot(): string {

@@ -82,7 +82,7 @@ void t.test('a graph that can never run is failed with the reason, not retried',
   const made = await create(engine, await freeUdpPort(), [{ plugin: 'loudness-normalize', target: -23 }]);
   const failed = await whenState(engine, made.id, (p) => p.state === 'failed', 'failed');
   t.equal(failed.status, 'failed');
-  t.match(failed.last_error, 'erroneous pipeline: no element "clockbridge"', 'the first of our elements in every graph');
+  t.match(failed.last_error, 'erroneous pipeline: no element "aacframer"', 'the first of our elements in every graph');
   await new Promise((resolve) => setTimeout(resolve, 1500));
   t.equal((await get(engine, made.id)).restarts, 0, 'no retry storm');
   t.equal((await api(engine, 'DELETE', `/api/v1/pipelines/${made.id}`)).status, 204, 'a failed pipeline can be deleted');
