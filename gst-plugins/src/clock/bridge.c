@@ -286,6 +286,17 @@ note_write (ClockBridge * b, size_t frames, double t)
 {
   double gap = t - b->last_write_t;
 
+  /* input back after a pause: maybe another sender (an SRT caller after
+   * the last left), whose packets need not look like the last one's: the
+   * pattern is learnt again (the drift line restarts too, drift_note) */
+  if (b->have_write && gap >= CLOCK_BRIDGE_PAUSE_S) {
+    b->have_write = 0;
+    b->have_swing = 0;
+    b->n_dips = b->next_dip = 0;
+    b->cluster = 0;
+    b->dry_gap = 0.0;
+    b->ran_dry = 0;
+  }
   if (!b->have_write || t - b->pkt_window_t0 >= CLOCK_BRIDGE_PACKET_WINDOW_S) {
     b->pkt_prev = b->have_write ? b->pkt_cur : 0;
     b->pkt_cur = 0;

@@ -50,7 +50,9 @@
  *            CLOCK_BRIDGE_PAUSE_S, the gap was the input's pattern (a
  *            packet later than the depth allowed for): the depth becomes
  *            at least that gap less half a packet, and the next start
- *            fill covers the gap.  When a write brings the fill
+ *            fill covers the gap.  Input back after a pause of CLOCK_BRIDGE_PAUSE_S or
+ *            more (maybe another sender): the packet pattern and depth
+ *            are learnt again, as for a new stream.  When a write brings the fill
  *            above the limit (2 x target + CLOCK_BRIDGE_OVERFLOW_S + P; a
  *            burst) one overrun is counted, the oldest frames are dropped
  *            down to target + P and the audio fades in again.
