@@ -17,6 +17,7 @@ struct ClockBridge
   ClockResampler rs;
   ClockLoop loop;
   double ratio;
+  int paced;                    /* the input waits: nothing is dropped */
   int running, draining, drained;
   size_t fade_pos, fade_len;
   /* the input's packet P: frames arriving together (writes less than
@@ -51,7 +52,8 @@ struct ClockBridge
 };
 
 ClockBridge *
-clock_bridge_new (unsigned channels, unsigned rate, double target_s)
+clock_bridge_new (unsigned channels, unsigned rate, double target_s,
+    int paced)
 {
   ClockBridge *b;
   size_t limit;
@@ -64,9 +66,11 @@ clock_bridge_new (unsigned channels, unsigned rate, double target_s)
   b->channels = channels;
   b->rate = rate;
   b->target = (size_t) llround (target_s * rate);
-  /* the FIFO: 2 x target + 20 ms, one second of input in a single write
-   * above that, and the taps */
-  limit = 2 * b->target + (size_t) llround (CLOCK_BRIDGE_OVERFLOW_S * rate);
+  b->paced = paced != 0;
+  /* the FIFO: 2 x target + 20 ms (paced: the largest fill), one second of
+   * input in a single write above that, and the taps */
+  limit = 2 * b->target + (size_t) llround ((paced ?
+          CLOCK_BRIDGE_PACED_MAX_FILL_S : CLOCK_BRIDGE_OVERFLOW_S) * rate);
   b->fade_len = (size_t) llround (CLOCK_BRIDGE_FADE_S * rate);
   if (clock_fifo_init (&b->fifo, channels,
           2 * (limit + rate) + 2 * CLOCK_SINC_TAPS) != 0) {
@@ -75,6 +79,8 @@ clock_bridge_new (unsigned channels, unsigned rate, double target_s)
   }
   clock_resampler_init (&b->rs);
   clock_loop_init (&b->loop, target_s);
+  if (b->paced)
+    b->loop.max_u = CLOCK_BRIDGE_PACED_MAX_U;
   b->ratio = 1.0;
   return b;
 }
@@ -227,6 +233,13 @@ clock_bridge_flush (ClockBridge * b)
 
 static double setpoint_s (const ClockBridge * b);
 
+/* the largest depth kept below the average fill */
+static double
+max_depth_s (const ClockBridge * b)
+{
+  return b->paced ? CLOCK_BRIDGE_PACED_MAX_DEPTH_S : CLOCK_BRIDGE_MAX_DEPTH_S;
+}
+
 /* P from the packets that are complete (what a burst is measured against) */
 static size_t
 packet_closed (const ClockBridge * b)
@@ -271,8 +284,8 @@ learn_dry_gap (ClockBridge * b)
 
     if (gap * b->rate > b->gap_cur)
       b->gap_cur = gap * b->rate;
-    if (need > CLOCK_BRIDGE_MAX_DEPTH_S)
-      need = CLOCK_BRIDGE_MAX_DEPTH_S;
+    if (need > max_depth_s (b))
+      need = max_depth_s (b);
     if (!b->have_swing || need > b->swing) {
       b->swing = need;
       b->have_swing = 1;
@@ -403,8 +416,8 @@ note_swing (ClockBridge * b, double span)
     return;
   w = b->n_dips >= CLOCK_BRIDGE_DIPS_MIN ? dip_quantile (b) :
       clock_loop_fill (&b->loop) - b->win_min;
-  if (w > CLOCK_BRIDGE_MAX_DEPTH_S)     /* bounds the FIFO's use */
-    w = CLOCK_BRIDGE_MAX_DEPTH_S;
+  if (w > max_depth_s (b))      /* bounds the FIFO's use */
+    w = max_depth_s (b);
   /* measured only while the loop holds the setpoint (no transient; the
    * filtered fill still ripples by a fraction of a large packet) */
   if (b->settle_left == 0 && !b->win_trimmed && w >= 0.0
@@ -427,16 +440,46 @@ note_swing (ClockBridge * b, double span)
   b->win_trimmed = 0;
 }
 
-/* drops the oldest frames down to start_fill(); the cut fades in */
+/* drops the oldest frames down to start_fill(); the cut fades in.  Paced:
+ * nothing is dropped (the fade is the start's, from silence) */
 static void
 trim_to_target (ClockBridge * b)
 {
   double excess = fill_frames (b) - start_fill (b);
 
+  if (b->paced) {
+    if (!b->running)
+      b->fade_pos = 0;
+    return;
+  }
   if (excess >= 1.0)
     clock_fifo_drop (&b->fifo, (size_t) excess);
   b->fade_pos = 0;
   b->win_trimmed = 1;
+}
+
+/* paced: the fill a write may not exceed (a packet above the saw-tooth's
+ * top, at most CLOCK_BRIDGE_PACED_MAX_FILL_S) */
+static double
+paced_limit_frames (const ClockBridge * b)
+{
+  double most = CLOCK_BRIDGE_PACED_MAX_FILL_S * b->rate;
+  double limit = limit_frames (b);
+
+  return limit < most ? limit : most;
+}
+
+int
+clock_bridge_full (const ClockBridge * b, size_t frames)
+{
+  double fill, limit;
+
+  if (!b->paced || !b->running || b->draining)
+    return 0;
+  fill = fill_frames (b);
+  limit = paced_limit_frames (b);
+  /* a write larger than the limit goes in once half of it has played */
+  return fill + (double) frames > limit && fill > 0.5 * limit;
 }
 
 static void
@@ -494,10 +537,13 @@ clock_bridge_write (ClockBridge * b, const float *interleaved, size_t frames,
     clock_fifo_write (f, interleaved, frames);
     note_write (b, frames, t);
     if (!b->running) {
-      /* two packets seen: the packet size is known */
-      if (b->episode_clusters >= 2 && fill_frames (b) >= start_fill (b))
+      /* two packets seen: the packet size is known (paced: at the latest
+       * when the largest fill is reached; the input waits from then on) */
+      if ((b->episode_clusters >= 2 && fill_frames (b) >= start_fill (b))
+          || (b->paced && fill_frames (b) >=
+              CLOCK_BRIDGE_PACED_MAX_FILL_S * b->rate))
         start (b);
-    } else if (fill_frames (b) > limit) {
+    } else if (!b->paced && fill_frames (b) > limit) {
       if (b->settle_left == 0)  /* once per episode */
         b->overruns++;
       drift_restart (b);        /* the line's offset jumped */
@@ -519,7 +565,7 @@ clock_bridge_read (ClockBridge * b, float *out, size_t frames, double t)
   b->frames_out += frames;
   if (b->running && b->settle_left > 0) {
     /* a burst left the fill above its saw-tooth's peak: trim again */
-    if (fill_frames (b) > start_fill (b) +
+    if (!b->paced && fill_frames (b) > start_fill (b) +
         CLOCK_BRIDGE_SETTLE_MARGIN_S * b->rate) {
       trim_to_target (b);
       clock_loop_restart (&b->loop, setpoint_s (b));

@@ -64,6 +64,20 @@
  *   draining after clock_bridge_drain (end of stream): the FIFO plays out
  *            without control, then clock_bridge_drained() is true.
  *
+ * Paced input (clock_bridge_new's `paced`): for an input that can wait (a
+ * pipe or file: a station's Icecast source behind the harbor, which sends
+ * Ogg pages of up to a second and faster than real time when it catches
+ * up), nothing is ever dropped.  The element asks clock_bridge_full()
+ * before each write and waits while it is true (the back-pressure reaches
+ * the source through the pipe and TCP); no trim at a start, an overrun or
+ * in the settle window; the depth kept below the average may grow to
+ * CLOCK_BRIDGE_PACED_MAX_DEPTH_S; a start comes at the latest when the fill
+ * reaches CLOCK_BRIDGE_PACED_MAX_FILL_S.  Audio that came early is played
+ * late, never cut: the loop takes the fill back to its setpoint with the
+ * ratio within CLOCK_BRIDGE_PACED_MAX_U of 1 (2000 ppm, 3.5 cents: the
+ * drift of a +-1000 ppm sender and as much again to drain a backlog, about
+ * 1000 s per second held).
+ *
  * The fill is measured from the interpolation point to the newest frame;
  * it includes the interpolator's look-ahead (CLOCK_SINC_HALF frames). */
 #ifndef CLOCK_BRIDGE_H
@@ -82,6 +96,9 @@
 #define CLOCK_BRIDGE_SWING_FALL 0.00002
 #define CLOCK_BRIDGE_DEPTH_GUESS 0.5
 #define CLOCK_BRIDGE_MAX_DEPTH_S 0.5
+#define CLOCK_BRIDGE_PACED_MAX_DEPTH_S 2.0
+#define CLOCK_BRIDGE_PACED_MAX_FILL_S 4.0
+#define CLOCK_BRIDGE_PACED_MAX_U 0.002
 #define CLOCK_BRIDGE_SETTLE_MARGIN_S 0.005
 #define CLOCK_BRIDGE_DIPS 256
 #define CLOCK_BRIDGE_DIPS_MIN 8
@@ -108,9 +125,9 @@ typedef struct
   uint64_t frames_in, frames_out;
 } ClockBridgeStats;
 
-/* NULL when out of memory; channels 1..8 */
+/* NULL when out of memory; channels 1..8; paced: see above */
 ClockBridge *clock_bridge_new (unsigned channels, unsigned rate,
-    double target_s);
+    double target_s, int paced);
 void clock_bridge_free (ClockBridge * b);
 /* back to filling, FIFO empty, counters and the drift estimate kept */
 void clock_bridge_flush (ClockBridge * b);
@@ -118,6 +135,9 @@ void clock_bridge_flush (ClockBridge * b);
  * clock_bridge_read's) */
 void clock_bridge_write (ClockBridge * b, const float *interleaved,
     size_t frames, double t);
+/* paced: a write of `frames` now would exceed the limit; wait for reads
+ * (always 0 unpaced, while filling or draining) */
+int clock_bridge_full (const ClockBridge * b, size_t frames);
 /* always fills frames interleaved frames; t: now on the output clock, s.
  * The loop is fed the time average of the fill since the last read. */
 void clock_bridge_read (ClockBridge * b, float *interleaved, size_t frames,

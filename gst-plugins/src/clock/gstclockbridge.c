@@ -82,6 +82,7 @@ enum
   PROP_CHUNK,
   PROP_INTERVAL,
   PROP_CHANNELS,
+  PROP_PACE_INPUT,
 };
 
 #define GST_TYPE_CLOCK_BRIDGE (gst_clock_bridge_get_type ())
@@ -99,6 +100,7 @@ struct _GstClockBridge
   gchar *clock_source;
   guint64 jitter, chunk, interval;
   gint channels;
+  gboolean pace_input;
   gchar *settings_error;        /* the first refused value, reported at READY */
 
   /* the clock we provide, under the object lock; made at NULL->READY */
@@ -189,6 +191,10 @@ gst_clock_bridge_class_init (GstClockBridgeClass * klass)
   g_object_class_install_property (gobject_class, PROP_CHANNELS,
       g_param_spec_int ("channels", "Channels",
           "Channels of both pads", 1, MAX_CHANNELS, DEFAULT_CHANNELS, flags));
+  g_object_class_install_property (gobject_class, PROP_PACE_INPUT,
+      g_param_spec_boolean ("pace-input", "Pace input",
+          "The input can wait (a pipe or file, not a live sender): block it "
+          "instead of dropping audio when the FIFO is full", FALSE, flags));
 
   gst_element_class_add_static_pad_template (element_class, &sink_template);
   gst_element_class_add_static_pad_template (element_class, &src_template);
@@ -317,6 +323,9 @@ gst_clock_bridge_set_property (GObject * object, guint prop_id,
     case PROP_CHANNELS:
       self->channels = g_value_get_int (value);
       break;
+    case PROP_PACE_INPUT:
+      self->pace_input = g_value_get_boolean (value);
+      break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
       break;
@@ -346,6 +355,9 @@ gst_clock_bridge_get_property (GObject * object, guint prop_id,
       break;
     case PROP_CHANNELS:
       g_value_set_int (value, self->channels);
+      break;
+    case PROP_PACE_INPUT:
+      g_value_set_boolean (value, self->pace_input);
       break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
@@ -512,6 +524,7 @@ gst_clock_bridge_sink_event (GstPad * pad, GstObject * parent, GstEvent * event)
     case GST_EVENT_FLUSH_START:
       g_mutex_lock (&self->lock);
       self->sink_flushing = TRUE;
+      g_cond_broadcast (&self->cond);   /* a paced write waiting */
       g_mutex_unlock (&self->lock);
       break;
     case GST_EVENT_FLUSH_STOP:
@@ -558,6 +571,11 @@ gst_clock_bridge_chain (GstPad * pad, GstObject * parent, GstBuffer * buffer)
     GST_OBJECT_LOCK (self);
     frame_bytes = sizeof (float) * self->channels;
     GST_OBJECT_UNLOCK (self);
+    /* paced input: wait for the output to make room (each read signals) */
+    while (clock_bridge_full (self->bridge, map.size / frame_bytes)
+        && !self->sink_flushing && !self->task_stop
+        && self->src_flow == GST_FLOW_OK)
+      g_cond_wait (&self->cond, &self->lock);
     if (clock)
       self->last_input = gst_clock_get_time (clock);
     GST_LOG_OBJECT (self, "%" G_GSIZE_FORMAT " frames at %" GST_TIME_FORMAT
@@ -620,6 +638,7 @@ post_stats (GstClockBridge * self, const ClockBridgeStats * st,
       "underruns", G_TYPE_UINT64, (guint64) st->underruns,
       "overruns", G_TYPE_UINT64, (guint64) st->overruns,
       "input-active", G_TYPE_BOOLEAN, input_active,
+      "input-frames", G_TYPE_UINT64, (guint64) st->frames_in,
       "latency", G_TYPE_DOUBLE,
       st->fill_s + chunk_s + (gdouble) LATENCY_MARGIN / GST_SECOND,
       "ratio", G_TYPE_DOUBLE, st->ratio, NULL);
@@ -713,6 +732,7 @@ gst_clock_bridge_loop (GstPad * pad)
   gst_buffer_map (buf, &map, GST_MAP_WRITE);
   clock_bridge_read (self->bridge, (float *) map.data, self->chunk_frames,
       running_seconds (self, now));
+  g_cond_broadcast (&self->cond);       /* room for a paced write */
   gst_buffer_unmap (buf, &map);
   drained = self->eos_in && clock_bridge_drained (self->bridge);
   clock_bridge_stats (self->bridge, &st);
@@ -737,6 +757,7 @@ gst_clock_bridge_loop (GstPad * pad)
 
   g_mutex_lock (&self->lock);
   self->src_flow = flow;
+  g_cond_broadcast (&self->cond);
   g_mutex_unlock (&self->lock);
 
   if (flow == GST_FLOW_OK && drained) {
@@ -837,8 +858,10 @@ make_bridge (GstClockBridge * self)
 {
   guint64 jitter, chunk, interval;
   gint channels;
+  gboolean paced;
 
   GST_OBJECT_LOCK (self);
+  paced = self->pace_input;
   jitter = self->jitter;
   chunk = self->chunk;
   interval = self->interval;
@@ -848,7 +871,7 @@ make_bridge (GstClockBridge * self)
   g_mutex_lock (&self->lock);
   clock_bridge_free (self->bridge);
   self->bridge = clock_bridge_new ((unsigned) channels, RATE,
-      (double) jitter / GST_SECOND);
+      (double) jitter / GST_SECOND, paced);
   self->playing = FALSE;
   self->sink_flushing = FALSE;
   self->eos_in = FALSE;
@@ -895,6 +918,7 @@ gst_clock_bridge_change_state (GstElement * element, GstStateChange transition)
     case GST_STATE_CHANGE_PLAYING_TO_PAUSED:
       g_mutex_lock (&self->lock);
       self->playing = FALSE;
+      g_cond_broadcast (&self->cond);
       if (self->clock_id)
         gst_clock_id_unschedule (self->clock_id);
       g_mutex_unlock (&self->lock);

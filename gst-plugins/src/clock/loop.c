@@ -14,6 +14,7 @@ clock_loop_init (ClockLoop * l, double target_s)
 {
   l->target = target_s;
   l->integ = 0.0;
+  l->max_u = CLOCK_LOOP_MAX_U;
   clock_loop_restart (l, target_s);
 }
 
@@ -59,10 +60,10 @@ clock_loop_update (ClockLoop * l, double fill_s, double dt)
           || l->hold_t > CLOCK_LOOP_HOLD_S))
     l->hold = 0;
   if (!l->hold && fabs (2.0 * CLOCK_LOOP_ZETA * w * e + l->integ) <
-      CLOCK_LOOP_MAX_U)
+      l->max_u)
     l->integ = clamp (l->integ + w * w * clamp (e, CLOCK_LOOP_REACQUIRE_S) *
         dt, CLOCK_LOOP_MAX_DRIFT);
-  l->u = clamp (2.0 * CLOCK_LOOP_ZETA * w * e + l->integ, CLOCK_LOOP_MAX_U);
+  l->u = clamp (2.0 * CLOCK_LOOP_ZETA * w * e + l->integ, l->max_u);
   l->t += dt;
   return 1.0 + l->u;
 }

@@ -23,7 +23,8 @@
  * new caller's clock is acquired in seconds, slow (20 s) so that packet
  * jitter leaves the pitch alone.  When the filtered error leaves
  * +-CLOCK_LOOP_REACQUIRE_S (a step change of the input rate) the schedule
- * restarts fast.  u is bounded to +-CLOCK_LOOP_MAX_U, I to
+ * restarts fast.  u is bounded to +-CLOCK_LOOP_MAX_U (or max_u, set after
+ * init: the bridge's paced input drains a backlog more gently), I to
  * +-CLOCK_LOOP_MAX_DRIFT; I integrates e bounded to +-CLOCK_LOOP_REACQUIRE_S
  * and holds while u is at its bound (anti-windup: a large error is a fill
  * offset, not a drift).  When the setpoint jumps up by more than
@@ -53,6 +54,7 @@ typedef struct
   double t;                     /* s since the last restart */
   int hold;                     /* I holds: the setpoint moved */
   double hold_t;                /* s since it moved */
+  double max_u;                 /* u's bound: CLOCK_LOOP_MAX_U unless set */
 } ClockLoop;
 
 void clock_loop_init (ClockLoop * l, double target_s);

@@ -10,6 +10,8 @@
  *   - the clockbridge message with the documented fields and types;
  *   - LATENCY: live, chunk + 3 ms;
  *   - EOS on the sink pad: the FIFO plays out, then EOS downstream;
+ *   - pace-input: 6 s pushed at once all come out (the push waits while
+ *     the FIFO is full), no overrun, input-frames counts them;
  *   - refused settings fail the state change. */
 #include <gst/gst.h>
 #include <gst/check/gstcheck.h>
@@ -40,13 +42,14 @@ tone (guint frames)
 }
 
 static GstHarness *
-make_harness (GstBus ** bus)
+make_harness_paced (GstBus ** bus, gboolean paced)
 {
   GstElement *e = gst_element_factory_make ("clockbridge", NULL);
   GstHarness *h;
 
   /* set before the harness starts the element */
-  g_object_set (e, "interval", (guint64) (100 * GST_MSECOND), NULL);
+  g_object_set (e, "interval", (guint64) (100 * GST_MSECOND),
+      "pace-input", paced, NULL);
   h = gst_harness_new_with_element (e, "sink", "src");
   gst_object_unref (e);
   *bus = gst_bus_new ();
@@ -55,6 +58,12 @@ make_harness (GstBus ** bus)
   gst_harness_set_src_caps_str (h, CAPS);
   in_phase = 0;
   return h;
+}
+
+static GstHarness *
+make_harness (GstBus ** bus)
+{
+  return make_harness_paced (bus, FALSE);
 }
 
 /* releases the next chunk's wait and pulls the chunk; returns its peak */
@@ -284,6 +293,76 @@ done:
 
 GST_END_TEST;
 
+#define PACED_SECONDS 6
+
+/* pushes PACED_SECONDS of tone at once (as a pipe with a backlog would),
+ * then EOS; the chain blocks while the bridge is full */
+static gpointer
+push_backlog (gpointer data)
+{
+  GstHarness *h = data;
+
+  for (guint i = 0; i < PACED_SECONDS * 48000 / 960; i++)
+    fail_unless_equals_int (gst_harness_push (h, tone (960)), GST_FLOW_OK);
+  fail_unless (gst_harness_push_event (h, gst_event_new_eos ()));
+  return NULL;
+}
+
+GST_START_TEST (test_paced_input_loses_nothing)
+{
+  GstBus *bus;
+  GstHarness *h = make_harness_paced (&bus, TRUE);
+  GstStructure *s;
+  GThread *pusher;
+  GstEvent *ev;
+  guint64 audio = 0, input_frames = 0, overruns = 7;
+  guint chunks = 0;
+  gboolean eos = FALSE;
+
+  gst_harness_play (h);
+  pusher = g_thread_new ("pusher", push_backlog, h);
+  /* the output takes what the FIFO may hold (at most 4 s), the pusher
+   * waits for room; everything comes out, then EOS */
+  while (!eos) {
+    GstBuffer *b;
+    GstMapInfo map;
+
+    fail_unless (chunks < 3 * PACED_SECONDS * 250, "no EOS after %u chunks",
+        chunks);
+    while ((ev = gst_harness_try_pull_event (h))) {
+      eos = eos || GST_EVENT_TYPE (ev) == GST_EVENT_EOS;
+      gst_event_unref (ev);
+    }
+    if (eos || !gst_harness_wait_for_clock_id_waits (h, 1, 1))
+      continue;
+    fail_unless (gst_harness_crank_single_clock_wait (h));
+    b = gst_harness_pull (h);
+    gst_buffer_map (b, &map, GST_MAP_READ);
+    for (guint i = 0; i < CHUNK_FRAMES; i++)
+      if (fabs (((gfloat *) map.data)[2 * i]) > 1e-6)
+        audio++;
+    gst_buffer_unmap (b, &map);
+    gst_buffer_unref (b);
+    chunks++;
+  }
+  g_thread_join (pusher);
+  /* the output read the audio: a tone at 0.5 has few samples near 0 */
+  fail_unless (audio > (guint64) (0.995 * PACED_SECONDS * 48000)
+      && audio < (guint64) (1.005 * PACED_SECONDS * 48000),
+      "%" G_GUINT64_FORMAT " audio frames out of %d", audio,
+      PACED_SECONDS * 48000);
+  s = last_stats (bus);
+  fail_unless (s != NULL);
+  fail_unless (gst_structure_get_uint64 (s, "input-frames", &input_frames));
+  fail_unless_equals_uint64 (input_frames, PACED_SECONDS * 48000);
+  fail_unless (gst_structure_get_uint64 (s, "overruns", &overruns));
+  fail_unless_equals_uint64 (overruns, 0);
+  gst_structure_free (s);
+  teardown (h, bus);
+}
+
+GST_END_TEST;
+
 GST_START_TEST (test_refused_settings)
 {
   GstElement *e = gst_element_factory_make ("clockbridge", NULL);
@@ -354,6 +433,7 @@ clockbridge_suite (void)
   tcase_add_test (tc, test_cadence_silence_fade_underrun);
   tcase_add_test (tc, test_latency_query);
   tcase_add_test (tc, test_eos_drains_then_ends);
+  tcase_add_test (tc, test_paced_input_loses_nothing);
   tcase_add_test (tc, test_refused_settings);
   tcase_add_test (tc, test_provides_its_clock);
   return s;

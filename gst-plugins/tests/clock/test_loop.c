@@ -17,7 +17,10 @@
  *   - ffmpeg MPEG-TS PES bursts (8 AAC frames together every 170 ms) at
  *     a 20 ms target: no underrun;
  *   - a burst (500 ms of audio at once): one overrun, the FIFO trimmed
- *     back, the same bounds SETTLE_S later, no underrun.
+ *     back, the same bounds SETTLE_S later, no underrun;
+ *   - paced input (run_paced): 1 s Ogg pages at +-1000 ppm, after a 3 s
+ *     burst, and a 10 s file at once: nothing dropped, no overrun or
+ *     underrun, the fill within the paced limit.
  * Prints, per case, when the drift estimate entered DRIFT_TOL_PPM for good. */
 #include "bridge.h"
 
@@ -54,7 +57,7 @@ typedef struct
 static void
 run_case (const Case * c)
 {
-  ClockBridge *b = clock_bridge_new (2, RATE, c->target_s);
+  ClockBridge *b = clock_bridge_new (2, RATE, c->target_s, 0);
   float *in = calloc ((size_t) c->packet * 2, sizeof (float));
   float out[CHUNK * 2];
   double t_out = 0.0, t_in = 0.0, phase = 0.0, settled_at = -1.0;
@@ -160,6 +163,71 @@ run_case (const Case * c)
   clock_bridge_free (b);
 }
 
+/* Paced input (a station's Icecast source behind a pipe): Ogg pages of
+ * 1 s every second of the sender's clock (+`ppm`), the first `burst` pages
+ * at once (a source catching up), written in PACKET writes whenever the
+ * bridge is not full (clock_bridge_full: the writer waits, as the pipe
+ * does).  DC input, so the output's audio frames can be counted.  Checked:
+ * nothing dropped (audio frames out = frames in within the resampling
+ * ratio, after the drain), no overrun, no underrun while pages come, and
+ * the fill never above CLOCK_BRIDGE_PACED_MAX_FILL_S. */
+static void
+run_paced (const char *name, double ppm, unsigned burst, double pages)
+{
+  ClockBridge *b = clock_bridge_new (2, RATE, 0.02, 1);
+  float in[PACKET * 2], out[CHUNK * 2];
+  double t = 0.0, page_s = 1.0 / (1.0 + ppm * 1e-6), max_fill = 0.0;
+  double sent = 0.0, available = 0.0, audio_out = 0.0;
+  unsigned waits = 0;
+  ClockBridgeStats st;
+
+  for (unsigned i = 0; i < 2 * PACKET; i++)
+    in[i] = 0.25f;
+  while (!clock_bridge_drained (b) && t < pages + 30.0) {
+    /* pages that have arrived by now, in frames */
+    double arrived = t < 0.0 ? 0.0 : fmin (pages, burst + floor (t / page_s));
+    available = arrived * RATE - sent;
+    while (available >= PACKET) {
+      if (clock_bridge_full (b, PACKET)) {
+        waits++;
+        break;
+      }
+      clock_bridge_write (b, in, PACKET, t);
+      sent += PACKET;
+      available -= PACKET;
+    }
+    if (arrived >= pages && available < PACKET)
+      clock_bridge_drain (b);
+    clock_bridge_stats (b, &st);
+    if (st.fill_s > max_fill)
+      max_fill = st.fill_s;
+    t += (double) CHUNK / RATE;
+    clock_bridge_read (b, out, CHUNK, t);
+    for (unsigned i = 0; i < CHUNK; i++)
+      if (out[2 * i] > 0.01f)
+        audio_out += 1.0;
+  }
+  clock_bridge_stats (b, &st);
+  printf ("%-28s paced: %.0f pages of 1 s (%u at once): %.3f s in, %.3f s "
+      "of audio out, writer waited %u times, fill at most %.3f s, "
+      "underruns %llu, overruns %llu\n", name, pages, burst, sent / RATE,
+      audio_out / RATE, waits, max_fill, (unsigned long long) st.underruns,
+      (unsigned long long) st.overruns);
+  CHECK (clock_bridge_drained (b), "%s: the drain did not end", name);
+  CHECK (fabs (audio_out - sent) <= 0.01 * sent,
+      "%s: %.3f s in, %.3f s of audio out (nothing may be dropped)", name,
+      sent / RATE, audio_out / RATE);
+  CHECK (st.overruns == 0, "%s: %llu overruns", name,
+      (unsigned long long) st.overruns);
+  CHECK (st.underruns == 0, "%s: %llu underruns", name,
+      (unsigned long long) st.underruns);
+  CHECK (max_fill <= CLOCK_BRIDGE_PACED_MAX_FILL_S + (double) PACKET / RATE,
+      "%s: fill %.3f s above the paced limit", name, max_fill);
+  CHECK (burst < 2 || waits > 0, "%s: a burst never made the writer wait",
+      name);
+  clock_bridge_free (b);
+}
+
 int
 main (void)
 {
@@ -182,6 +250,10 @@ main (void)
 
   for (size_t i = 0; i < sizeof (cases) / sizeof (cases[0]); i++)
     run_case (&cases[i]);
+  run_paced ("Ogg pages, +1000 ppm", 1000, 1, 60);
+  run_paced ("Ogg pages, -1000 ppm", -1000, 1, 60);
+  run_paced ("Ogg pages after a 3 s burst", 0, 3, 60);
+  run_paced ("a 10 s file at once", 0, 10, 10);
   printf ("%s\n", failures ? "FAILED" : "ok");
   return failures ? 1 : 0;
 }
