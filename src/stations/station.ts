@@ -131,7 +131,8 @@ export class Station {
           this.supervisor.inputReturned(input);
         },
         renewInput: (input) => void this.renewInput(input),
-        playing: () => this.supervisor.snapshot().state === 'running',
+        // Audio reached the clock bridge: the graph itself plays (silence) from the start.
+        playing: () => this.supervisor.snapshot().state === 'running' && this.supervisor.stats.childPassedAudio(),
         now: deps.now,
       });
     }

@@ -79,6 +79,8 @@ export interface ClockBridgeEvent {
   overruns: number;
   /** Input is arriving (a caller sends audio). */
   inputActive: boolean;
+  /** Decoded input frames the bridge received since the child started (0: no audio yet). */
+  inputFrames: number;
   /** The bridge's own contribution to the latency, seconds. */
   latencySeconds: number;
   /** Resampling ratio (output samples per input sample). */
@@ -167,7 +169,14 @@ export function parseLine(line: string): StatsEvent | undefined {
       const inputActive = structure.fields.get('input-active');
       if (values === undefined || typeof inputActive !== 'boolean') return undefined;
       // setpoint came with the element's first release; without it the target is the setpoint
-      return { kind: 'clockbridge', element, ...values, setpointSeconds: num(structure, 'setpoint') ?? values.targetSeconds, inputActive };
+      return {
+        kind: 'clockbridge',
+        element,
+        ...values,
+        setpointSeconds: num(structure, 'setpoint') ?? values.targetSeconds,
+        inputActive,
+        inputFrames: num(structure, 'input-frames') ?? (inputActive ? 1 : 0),
+      };
     }
     case 'pipelinestats': {
       const event: PipelineStatsEvent = { kind: 'pipelinestats', element };

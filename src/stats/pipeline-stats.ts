@@ -136,7 +136,10 @@ export class PipelineStats {
     this.lastProgressAt = undefined;
   }
 
-  /** Whether the current (or just ended) child passed decoded audio: a level report or an RTP packet sent. */
+  /**
+   * Whether the current (or just ended) child passed decoded audio: its clock bridge received
+   * some (the output sends silence from the start, so its levels and packets do not tell).
+   */
   childPassedAudio(): boolean {
     return this.audioPassed;
   }
@@ -146,13 +149,13 @@ export class PipelineStats {
       case 'level':
         this.level = event;
         this.levelAt = now;
-        this.audioPassed = true;
         break;
       case 'loudnorm':
         this.loudness.set(event.element, event);
         break;
       case 'clockbridge':
         this.clock = event;
+        if (event.inputFrames > 0) this.audioPassed = true;
         this.countBridge(event);
         break;
       case 'pipelinestats':
@@ -184,7 +187,6 @@ export class PipelineStats {
     if (event.output !== undefined) {
       next.outputPackets = event.output.packets;
       next.outputBytes = event.output.bytes;
-      if (event.output.packets > 0) this.audioPassed = true;
     }
     for (const name of COUNT_NAMES) {
       const value = next[name];

@@ -34,7 +34,7 @@ export interface ExitFacts {
   signal: string | undefined;
   /** Recent stderr lines, oldest first. */
   stderr: readonly string[];
-  /** Whether this child ever passed decoded audio (a level report or an RTP packet sent). */
+  /** Whether this child ever passed decoded audio (its clock bridge received some). */
   audioSeen: boolean;
   /** Set when the supervisor killed the child. */
   killedBy?: SupervisorKill;

@@ -4,7 +4,7 @@ import { PipelineStats } from '../../src/stats/pipeline-stats.js';
 
 const bridge = (inputActive: boolean, fillSeconds = 0.02): ClockBridgeEvent => ({
   kind: 'clockbridge', element: 'bridge', driftPpm: 41.237, fillSeconds, targetSeconds: 0.02, setpointSeconds: 0.031,
-  underruns: 3, overruns: 1, inputActive, latencySeconds: 0.027, ratio: 1.000041,
+  underruns: 3, overruns: 1, inputActive, inputFrames: inputActive ? 48000 : 0, latencySeconds: 0.027, ratio: 1.000041,
 });
 const level = (db: number): LevelEvent => ({ kind: 'level', element: 'level', rmsDb: [db, db], peakDb: [db, db] });
 

@@ -17,6 +17,12 @@ const last = reports.at(-1);
 const srtReceived = Math.max(...reports.map((e) => e.srt?.packetsReceived ?? 0));
 const srtBytes = Math.max(...reports.map((e) => e.srt?.bytesReceived ?? 0));
 
+/** A clock bridge report that received `inputFrames` so far. */
+const bridgeReport = (inputFrames: number): StatsEvent => ({
+  kind: 'clockbridge', element: 'bridge', driftPpm: 0, fillSeconds: 0.03, targetSeconds: 0.02, setpointSeconds: 0.03,
+  underruns: 0, overruns: 0, inputActive: inputFrames > 0, inputFrames, latencySeconds: 0.037, ratio: 1,
+});
+
 const feed = (stats: PipelineStats, events: StatsEvent[], from: number): void => {
   events.forEach((e, i) => stats.apply(e, from + i * 100));
 };
@@ -38,7 +44,11 @@ void t.test('counts are summed over children and never go down; a dead child lea
   const stats = new PipelineStats(1000, { loudnessSteps: [], srtInput: true });
   stats.childStarted();
   feed(stats, run, 0);
-  t.ok(stats.childPassedAudio(), 'the child passed audio');
+  t.notOk(stats.childPassedAudio(), 'levels and RTP packets alone do not say audio came: the output sends silence from the start');
+  stats.apply(bridgeReport(0), 0);
+  t.notOk(stats.childPassedAudio(), 'a bridge that received nothing');
+  stats.apply(bridgeReport(48_000), 0);
+  t.ok(stats.childPassedAudio(), 'the bridge received audio: the child passed audio');
   t.ok(stats.level !== undefined, 'a level report is current');
   const one = stats.counts();
   t.equal(one.outputPackets, last.output.packets);
@@ -67,7 +77,7 @@ void t.test('a count that goes down within a child (a new SRT connection) starts
   stats.apply(report(40, 60), 1000);
   t.equal(stats.counts().srtPacketsReceived, 140);
   t.equal(stats.counts().outputPackets, 60);
-  t.ok(stats.childPassedAudio(), 'RTP packets sent count as audio');
+  t.notOk(stats.childPassedAudio(), 'RTP packets sent do not count as audio (the output sends silence)');
 });
 
 void t.test('levels below the floor read the floor', async (t) => {
