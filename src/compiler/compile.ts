@@ -219,32 +219,31 @@ export function compilePipeline(spec: CompilableSpec, options: CompileOptions): 
   const link = '!';
   const interval = options.statsIntervalMs * MS;
   const meterInterval = (options.meterIntervalMs ?? options.statsIntervalMs) * MS;
-  // Stations' Icecast (stdin) inputs keep the queue graph for now: their sources send Ogg pages of
-  // up to a second and faster than real time at the start, which the bridge's 0.5 s depth cuts
-  // (docs/clock.md, Not met yet); there the queue holds them and the sink paces the output.
-  const bridged = spec.input.type === 'srt';
+  // A station's Icecast (stdin) input can wait: its sources send Ogg pages of up to a second and
+  // faster than real time when they catch up, so the bridge holds the pipe back when its FIFO is
+  // full instead of dropping audio (pace-input; docs/clock.md). An SRT caller cannot wait.
+  const paced = spec.input.type === 'stdin';
   const stages: string[][] = [
     ...compileInput(spec.input),
     element('audioconvert', { name: 'inconvert' }),
     element('audioresample', { name: 'resample' }),
     [processingCaps(spec.output.channels)],
-    bridged
-      // The clock bridge: everything before it runs on the sender's clock, as fast as data comes;
-      // everything after it on the pipeline clock it provides, one chunk per packets-per-send.
-      ? element('clockbridge', {
-        name: 'bridge',
-        'clock-source': options.clockSource,
-        jitter: options.jitterMs * MS,
-        chunk: options.packetsPerSend * MS,
-        interval,
-        channels: spec.output.channels,
-      })
-      : element('queue', { name: 'buffer', 'max-size-time': 1000 * MS, 'max-size-buffers': 0, 'max-size-bytes': 0 }),
+    // The clock bridge: everything before it runs on the sender's clock, as fast as data comes;
+    // everything after it on the pipeline clock it provides, one chunk per packets-per-send.
+    element('clockbridge', {
+      name: 'bridge',
+      'clock-source': options.clockSource,
+      jitter: options.jitterMs * MS,
+      chunk: options.packetsPerSend * MS,
+      interval,
+      channels: spec.output.channels,
+      'pace-input': paced,
+    }),
     element('level', { name: 'level', interval: meterInterval, 'post-messages': true }),
     ...spec.processing.map((step, index) => compileStep(step, index, options)),
     element('audioconvert', { name: 'outconvert' }),
     payloader(spec.output),
-    batcher(options.packetsPerSend, spec.output.ptime, bridged),
+    batcher(options.packetsPerSend, spec.output.ptime),
     element('udpsink', {
       name: 'out',
       host: spec.output.host,
@@ -254,18 +253,18 @@ export function compilePipeline(spec: CompilableSpec, options: CompileOptions): 
       'auto-multicast': true,
       'qos-dscp': spec.output.dscp,
       sync: true,
-      // With the bridge the graph's processing margin is the bridge's own (its LATENCY answer:
-      // one chunk + 3 ms); udpsink's default deadline would add 20 ms to every packet's delay.
-      ...(bridged ? { 'processing-deadline': 0 } : {}),
-      // A live SRT graph must not wait for preroll. A stdin graph prerolls anyway (decodebin waits
-      // for data); with async=false its EOS (the source left) was lost in about 1 run of 3 and the
-      // child never exited (GStreamer 1.22, measured), with async=true it ended every time.
+      // The graph's processing margin is the bridge's own (its LATENCY answer: one chunk + 3 ms);
+      // udpsink's default deadline would add 20 ms to every packet's delay.
+      'processing-deadline': 0,
+      // A live SRT graph must not wait for preroll. A stdin graph: with async=false, before the
+      // bridge, its EOS (the source left) was lost in about 1 run of 3 and the child never exited
+      // (GStreamer 1.22, measured); async=true ended it every time, and still does with the bridge.
       async: spec.input.type === 'stdin',
     }),
   ];
   const chain = stages.flatMap((tokens, i) => (i === 0 ? tokens : [link, ...tokens]));
-  // With the bridge the jitter buffer's state comes from its own message, not from pipelinestats.
-  const stats = element('pipelinestats', { name: 'stats', interval, source: 'src', buffer: bridged ? '' : 'buffer', payloader: 'pay', sink: 'out' });
+  // The jitter buffer's state comes from the bridge's own message, not from pipelinestats.
+  const stats = element('pipelinestats', { name: 'stats', interval, source: 'src', buffer: '', payloader: 'pay', sink: 'out' });
   return [...GST_LAUNCH_OPTIONS, ...chain, ...stats, ...compileAccess(spec.input), ...compileControl()];
 }
 

@@ -24,7 +24,6 @@ const int = (min: number, max: number) => ({ kind: 'int', min, max }) as const;
 const num = (min: number, max: number, decimals = 3) => ({ kind: 'number', min, max, decimals }) as const;
 const bool = { kind: 'bool' } as const;
 const name = { kind: 'element-name' } as const;
-const U32 = 4294967295;
 const I64_NS = 9007199254740991; // ns values stay within JS safe integers
 
 export const ELEMENTS = {
@@ -59,13 +58,6 @@ export const ELEMENTS = {
   audioresample: { name },
   // The clock bridge (gst-plugins, docs/elements-clockbridge.md): the jitter buffer and adaptive
   // resampler from the sender's clock to the pipeline clock, which it provides.
-  // Stations' Icecast (stdin) graphs keep the 1 s queue in place of the bridge (compile.ts).
-  queue: {
-    name,
-    'max-size-time': int(0, I64_NS),
-    'max-size-buffers': int(0, U32),
-    'max-size-bytes': int(0, U32),
-  },
   clockbridge: {
     name,
     'clock-source': { kind: 'clock-source' },
@@ -73,6 +65,7 @@ export const ELEMENTS = {
     chunk: int(1_000_000, 20_000_000),
     interval: int(10_000_000, I64_NS),
     channels: int(1, 8),
+    'pace-input': bool,
   },
   level: { name, interval: int(10_000_000, I64_NS), 'post-messages': bool },
   // buffer: empty = no queue to read (the clock bridge reports its own FIFO in its message).

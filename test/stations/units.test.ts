@@ -44,12 +44,15 @@ void t.test('the stdin input is internal: the compiler writes fdsrc fd=0, the RE
   t.same(argv.slice(0, 9), ['-m', '-f', '-e', '--', 'fdsrc', 'name=src', 'fd=0', 'blocksize=4096', '!']);
   t.same(argv.slice(9, 11), ['chaindecode', 'name=decode'], 'decodebin (inside chaindecode) finds the format of the body itself');
   t.notOk(argv.includes('tsdemux'));
-  t.ok(argv.includes('async=true'), 'the stdin graph prerolls at its sink');
+  t.ok(argv.includes('async=true'), 'the stdin graph keeps async=true at its sink (its EOS ends the child every time)');
   t.notOk(argv.some((a) => a.startsWith('srtsrc')));
-  // Not yet through the clock bridge: its 0.5 s depth cuts the 1 s Ogg pages Icecast sources send
-  // (docs/clock.md, Not met yet); the 1 s queue holds them.
-  t.notOk(argv.includes('clockbridge'), 'the stdin input keeps the queue, not the clock bridge');
-  t.ok(argv.includes('queue') && argv.includes('buffer=buffer'), 'the queue, read by pipelinestats');
+  // Through the clock bridge like SRT, which holds the pipe back when its FIFO is full (an Icecast
+  // source's 1 s Ogg pages and catch-up bursts wait in the pipe instead of being dropped).
+  const bridge = argv.indexOf('clockbridge');
+  t.ok(bridge > 0 && argv.slice(bridge).includes('pace-input=true'), 'the stdin input goes through the clock bridge, paced');
+  t.notOk(argv.includes('queue'), 'no queue');
+  t.ok(argv.includes('buffer='), 'pipelinestats reads no queue (the bridge reports its FIFO)');
+  t.ok(argv.includes('media-clock=true'), 'AES67 media-clock RTP timestamps, as for SRT');
   const srt = compilePipeline(parsePipelineSpec({ name: 'x', input: { type: 'srt', port: 9000 }, output }), { statsIntervalMs: 1000, packetsPerSend: 4, clockSource: 'tai', jitterMs: 20 });
   t.ok(srt.includes('async=false'), 'SRT graphs are unchanged');
   t.ok(srt.includes('tsdemux'), 'SRT graphs demultiplex MPEG-TS themselves');
