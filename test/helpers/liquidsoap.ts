@@ -1,7 +1,7 @@
 /**
- * liquidsoap 2.1 as a source client: a sine through `output.icecast` (%mp3 or %vorbis), a new
- * title every `titleEverySeconds` (%mp3: a `GET /admin/metadata` update; %vorbis: a new Ogg
- * chain), then a clean shutdown after `seconds`.
+ * liquidsoap 2.1 as a source client: a sine through `output.icecast` (%mp3, %vorbis or %opus), a
+ * new title every `titleEverySeconds` (%mp3: a `GET /admin/metadata` update; %vorbis, %opus: a
+ * new Ogg chain), then a clean shutdown after `seconds`.
  */
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -13,14 +13,18 @@ export interface LiquidsoapOptions {
   port: number;
   password: string;
   mount: string;
-  encoder: 'mp3' | 'vorbis';
+  encoder: 'mp3' | 'vorbis' | 'opus';
   amplitude: number;
   seconds: number;
   titleEverySeconds: number;
 }
 
 export function runLiquidsoap(t: Test, o: LiquidsoapOptions): ClientProcess {
-  const encoder = o.encoder === 'mp3' ? '%mp3(bitrate=192, samplerate=48000)' : '%vorbis(samplerate=48000, quality=0.6)';
+  const encoder = {
+    mp3: '%mp3(bitrate=192, samplerate=48000)',
+    vorbis: '%vorbis(samplerate=48000, quality=0.6)',
+    opus: '%opus(samplerate=48000, bitrate=128)',
+  }[o.encoder];
   const script = path.join(o.dir, `source-${o.encoder}.liq`);
   writeFileSync(
     script,

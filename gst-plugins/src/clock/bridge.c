@@ -18,6 +18,7 @@ struct ClockBridge
   ClockLoop loop;
   double ratio;
   int paced;                    /* the input waits: nothing is dropped */
+  int waited;                   /* paced: the next write waited for room */
   int running, draining, drained;
   size_t fade_pos, fade_len;
   /* the input's packet P: frames arriving together (writes less than
@@ -154,9 +155,12 @@ drift_note (ClockBridge * b, size_t frames, double t)
 {
   double x, y, decay;
 
-  /* a pause of the input (a caller gone, a stall): maybe another clock */
-  if (b->ls_have && t - b->ls_last_t > CLOCK_BRIDGE_DRIFT_GAP_S)
+  /* a pause of the input (a caller gone, a stall): maybe another clock;
+   * a write that waited for room came at the output's pace */
+  if (b->ls_have && (t - b->ls_last_t > CLOCK_BRIDGE_DRIFT_GAP_S
+          || b->waited))
     drift_restart (b);
+  b->waited = 0;
   if (!b->ls_have) {
     b->ref_t = t;
     b->ref_y = 0.0;
@@ -467,6 +471,12 @@ paced_limit_frames (const ClockBridge * b)
   double limit = limit_frames (b);
 
   return limit < most ? limit : most;
+}
+
+void
+clock_bridge_waited (ClockBridge * b)
+{
+  b->waited = 1;
 }
 
 int

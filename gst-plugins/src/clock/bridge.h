@@ -76,7 +76,9 @@
  * late, never cut: the loop takes the fill back to its setpoint with the
  * ratio within CLOCK_BRIDGE_PACED_MAX_U of 1 (2000 ppm, 3.5 cents: the
  * drift of a +-1000 ppm sender and as much again to drain a backlog, about
- * 1000 s per second held).
+ * 1000 s per second held).  A write that waited says nothing of the
+ * sender's clock: the drift line starts again after it (the integrator is
+ * reported until the line is long enough).
  *
  * The fill is measured from the interpolation point to the newest frame;
  * it includes the interpolator's look-ahead (CLOCK_SINC_HALF frames). */
@@ -138,6 +140,9 @@ void clock_bridge_write (ClockBridge * b, const float *interleaved,
 /* paced: a write of `frames` now would exceed the limit; wait for reads
  * (always 0 unpaced, while filling or draining) */
 int clock_bridge_full (const ClockBridge * b, size_t frames);
+/* paced: the next write waited for room (it arrives on the output's pace,
+ * not the sender's: the drift line starts again after it) */
+void clock_bridge_waited (ClockBridge * b);
 /* always fills frames interleaved frames; t: now on the output clock, s.
  * The loop is fed the time average of the fill since the last read. */
 void clock_bridge_read (ClockBridge * b, float *interleaved, size_t frames,

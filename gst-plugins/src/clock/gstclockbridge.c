@@ -574,8 +574,10 @@ gst_clock_bridge_chain (GstPad * pad, GstObject * parent, GstBuffer * buffer)
     /* paced input: wait for the output to make room (each read signals) */
     while (clock_bridge_full (self->bridge, map.size / frame_bytes)
         && !self->sink_flushing && !self->task_stop
-        && self->src_flow == GST_FLOW_OK)
+        && self->src_flow == GST_FLOW_OK) {
       g_cond_wait (&self->cond, &self->lock);
+      clock_bridge_waited (self->bridge);
+    }
     if (clock)
       self->last_input = gst_clock_get_time (clock);
     GST_LOG_OBJECT (self, "%" G_GSIZE_FORMAT " frames at %" GST_TIME_FORMAT
