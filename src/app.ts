@@ -104,8 +104,7 @@ function createAes67(config: LoadedConfig, log: Logger, pipelines: PipelineRegis
       yield { id: record.id, name: record.spec.name, output: record.spec.output, live: ANNOUNCED_STATES.has(supervisor.snapshot().state) };
     }
     for (const station of stations.list()) {
-      // A station's Icecast graph is not on the clock bridge: its timestamps follow the host's clock from its start.
-      yield { id: `station:${station.id}`, name: station.name, output: station.output, live: station.enabled && ANNOUNCED_STATES.has(station.state), mediaClock: station.harbor !== 'icecast' };
+      yield { id: `station:${station.id}`, name: station.name, output: station.output, live: station.enabled && ANNOUNCED_STATES.has(station.state) };
     }
   };
   const aes67 = new Aes67Sessions({

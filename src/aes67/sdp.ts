@@ -15,11 +15,10 @@
  *   a=ptime:<ms>
  *   a=framecount:<samples per packet>
  *   a=ts-refclk:ptp=IEEE1588-2008:<grandmaster>:<domain> | ptp=IEEE1588-2008:traceable | localmac=<mac>
- *   a=mediaclk:direct=0 | sender
+ *   a=mediaclk:direct=0
  *
  * `direct=0`: the RTP timestamps are the reference clock's time in samples (RFC 7273 5.2), as the
- * clock bridge makes them for SRT inputs. `sender`: they follow a clock of the sender's own (RFC
- * 7273 5.3), as for a station's Icecast graph, which is not on the bridge (docs/clock.md).
+ * clock bridge and rtpbatch make them for every graph (SRT inputs and stations' Icecast inputs).
  */
 import { createHash } from 'node:crypto';
 import { isIPv6 } from 'node:net';
@@ -58,8 +57,6 @@ export interface SdpStream {
   channels: number;
   ptime: Ptime;
   refclk: RefClock;
-  /** Whether the RTP timestamps are media-clock timestamps (direct=0); false: `a=mediaclk:sender`. */
-  mediaClock: boolean;
 }
 
 export type LineEnding = '\r\n' | '\n';
@@ -136,7 +133,7 @@ export function sdpBody(stream: Omit<SdpStream, 'sessionId' | 'version' | 'origi
     `a=ptime:${stream.ptime}`,
     `a=framecount:${framecount(stream.ptime)}`,
     `a=ts-refclk:${refclkValue(stream.refclk)}`,
-    stream.mediaClock ? 'a=mediaclk:direct=0' : 'a=mediaclk:sender',
+    'a=mediaclk:direct=0',
   ];
 }
 

@@ -28,8 +28,6 @@ export interface StreamSource {
   output: RtpOutput;
   /** False while the pipeline is stopping, stopped or failed: not announced. */
   live: boolean;
-  /** False for a graph whose RTP timestamps are not on the media clock (a station's Icecast input). Default true. */
-  mediaClock?: boolean;
 }
 
 export interface Aes67SessionsDeps {
@@ -95,7 +93,7 @@ export class Aes67Sessions {
   }
 
   /** The SDP of one output, CRLF line ends; its version grows whenever the rest changes. */
-  sdp(stream: Pick<StreamSource, 'id' | 'name' | 'output' | 'mediaClock'>): string {
+  sdp(stream: Pick<StreamSource, 'id' | 'name' | 'output'>): string {
     const { output } = stream;
     const iface = this.deps.findInterface(output.interface ?? this.deps.config.interface);
     const described = {
@@ -108,7 +106,6 @@ export class Aes67Sessions {
       channels: output.channels,
       ptime: output.ptime,
       refclk: this.refclk(iface),
-      mediaClock: stream.mediaClock !== false,
     };
     const origin = iface?.address ?? '127.0.0.1';
     let version = this.versions.get(stream.id);

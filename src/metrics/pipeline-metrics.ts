@@ -87,7 +87,7 @@ export function registerPipelineMetrics(registry: Registry, pipelines: Supervise
   // report of a running child, like the other current values.
   const bridge = (pick: (c: NonNullable<PipelineStats['clock']>) => number) =>
     (id: string, s: PipelineStats): Reading => [[{ pipeline_id: id }, s.clock === undefined ? 0 : pick(s.clock)]];
-  gauge('audio_engine_pipeline_buffer_fill_ratio', 'Fill of the jitter buffer (clock bridge FIFO) against the fill it keeps (setpoint): 1 = steady, 0 = empty or no child; a station\'s Icecast graph: fill of its 1 s queue.', ['pipeline_id'],
+  gauge('audio_engine_pipeline_buffer_fill_ratio', 'Fill of the jitter buffer (clock bridge FIFO) against the fill it keeps (setpoint): 1 = steady, 0 = empty or no child.', ['pipeline_id'],
     (id, s) => [[{ pipeline_id: id }, s.bufferFill()]]);
   gauge('audio_engine_pipeline_input_clock_drift_ppm', 'Sender clock against the output clock as the clock bridge measures it, ppm (positive: sender fast).', ['pipeline_id'],
     bridge((c) => c.driftPpm));

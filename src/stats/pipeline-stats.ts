@@ -234,7 +234,8 @@ export class PipelineStats {
 
   /**
    * Fill of the buffer before processing, 0 to 1; 0 without a current report: the clock bridge's
-   * FIFO against the fill it keeps (its setpoint), or a station's Icecast graph's 1 s queue.
+   * FIFO against the fill it keeps (its setpoint); pipelinestats' queue reading where a graph has
+   * a queue instead (none of the compiler's graphs has since stations went onto the bridge).
    */
   bufferFill(): number {
     if (this.clock !== undefined) return this.clock.setpointSeconds > 0 ? this.clock.fillSeconds / this.clock.setpointSeconds : 0;

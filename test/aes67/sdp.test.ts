@@ -14,15 +14,7 @@ const stream: SdpStream = {
   channels: 2,
   ptime: 1,
   refclk: { kind: 'ptp', grandmaster: '1E-C2-9E-FF-FE-22-5E-6A', domain: 0 },
-  mediaClock: true,
 };
-
-void t.test('timestamps not on the media clock (a station\'s Icecast graph) say so: mediaclk:sender (RFC 7273 5.3)', async (t) => {
-  const lines = writeSdp({ ...stream, mediaClock: false }).split('\r\n');
-  t.ok(lines.includes('a=mediaclk:sender'));
-  t.notOk(lines.some((l) => l.startsWith('a=mediaclk:direct')), 'no direct=0 claim');
-  t.equal(lines.at(-2), 'a=mediaclk:sender', 'in the place of direct=0');
-});
 
 void t.test('the lines in the AES67 order, CRLF throughout', async (t) => {
   const sdp = writeSdp(stream);
