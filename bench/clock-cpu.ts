@@ -3,7 +3,8 @@
  * run: both graphs (loudnorm + 3-band EQ, 4 packets per send) run at once, each fed by its own
  * ffmpeg AAC caller (-pes_payload_size 0), and each child's CPU (user + system, /proc/PID/stat) is
  * read over the same window. "old" is today's description with the queue in place of the bridge,
- * srtsrc keep-listening=false and rtpbatch without media-clock (the graph before issue 13).
+ * without aacframer, srtsrc keep-listening=false and rtpbatch without media-clock (the graph
+ * before issue 13).
  * Goal: new − old at most 0.3 % of a core per pipeline.
  *
  *   node --import=tsx bench/clock-cpu.ts [--window S] [--rounds N] [--plugin-path DIR]
@@ -41,8 +42,12 @@ function argvFor(kind: 'old' | 'new', srtPort: number): string[] {
   });
   const argv = compilePipeline(spec, { statsIntervalMs: 1000, packetsPerSend: 4, clockSource: 'realtime', jitterMs: 20 });
   if (kind === 'new') return argv;
+  // The bridge (its element and properties, up to the next link) becomes the queue; aacframer goes.
   const bridge = argv.indexOf('clockbridge');
-  argv.splice(bridge, 7, 'queue', 'name=buffer', 'max-size-time=1000000000', 'max-size-buffers=0', 'max-size-bytes=0');
+  const bridgeEnd = argv.indexOf('!', bridge);
+  argv.splice(bridge, bridgeEnd - bridge, 'queue', 'name=buffer', 'max-size-time=1000000000', 'max-size-buffers=0', 'max-size-bytes=0');
+  const framer = argv.indexOf('aacframer');
+  if (framer >= 0) argv.splice(framer, 3); // aacframer name=framer !
   const old: Record<string, string> = { 'keep-listening=true': 'keep-listening=false', 'buffer=': 'buffer=buffer' };
   return argv.filter((a) => a !== 'media-clock=true').map((a) => old[a] ?? a);
 }

@@ -237,7 +237,7 @@ export function compilePipeline(spec: CompilableSpec, options: CompileOptions): 
       chunk: options.packetsPerSend * MS,
       interval,
       channels: spec.output.channels,
-      'pace-input': paced,
+      'pace-input': paced ? true : undefined, // only where it is on: SRT graphs read as before
     }),
     element('level', { name: 'level', interval: meterInterval, 'post-messages': true }),
     ...spec.processing.map((step, index) => compileStep(step, index, options)),
