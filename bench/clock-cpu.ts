@@ -1,8 +1,11 @@
 /**
- * CPU of one pipeline with the clock bridge against the graph before it, side by side in the same
- * run: both graphs (loudnorm + 3-band EQ, 4 packets per send) run at once, each fed by its own
- * ffmpeg AAC caller (-pes_payload_size 0), and each child's CPU (user + system, /proc/PID/stat) is
- * read over the same window. "old" is today's description with the queue in place of the bridge,
+ * CPU of one pipeline with the clock bridge against the graph before it and against one ffmpeg
+ * doing the same job, side by side in the same run: the three run at once, each fed by its own
+ * ffmpeg AAC caller (-pes_payload_size 0), and each process's CPU (user + system, /proc/PID/stat)
+ * is read over the same window. The graphs: loudnorm + 3-band EQ, 4 packets per send. ffmpeg, as
+ * users would write it: SRT listener -> loudnorm (-23 LUFS, -1 dBTP; it works at 192 kHz, so
+ * aresample back to 48 kHz; aformat pins the stereo layout both sides) + three peaking equalizers (the same bands, Q 1) -> pcm_s24be RTP in
+ * 1 ms packets (pkt_size 300 = 12 + 288 bytes). "old" is today's description with the queue in place of the bridge,
  * without aacframer, srtsrc keep-listening=false and rtpbatch without media-clock (the graph
  * before issue 13).
  * Goal: new − old at most 0.3 % of a core per pipeline.
@@ -25,19 +28,34 @@ export interface ClockCpuRound {
   windowS: number;
   oldPercent: number;
   newPercent: number;
+  ffmpegPercent: number;
 }
 
 export interface ClockCpuResult {
   rounds: ClockCpuRound[];
   medianOldPercent: number;
   medianNewPercent: number;
+  medianFfmpegPercent: number;
   medianDeltaPoints: number;
+}
+
+const EQ_BANDS = [{ freq: 100, gain: -2 }, { freq: 1000, gain: 1 }, { freq: 8000, gain: 1.5 }];
+
+/** One ffmpeg doing the pipeline's job: SRT listener on `srtPort` to L24 RTP in 1 ms packets. */
+function ffmpegArgv(srtPort: number): string[] {
+  const eq = EQ_BANDS.map((b) => `equalizer=f=${b.freq}:t=q:w=1:g=${b.gain}`).join(',');
+  return [
+    '-hide_banner', '-loglevel', 'error', '-nostdin',
+    '-i', `srt://127.0.0.1:${srtPort}?mode=listener&latency=120000`,
+    '-af', `aformat=channel_layouts=stereo,loudnorm=I=-23:TP=-1,aresample=48000,aformat=channel_layouts=stereo,${eq}`,
+    '-c:a', 'pcm_s24be', '-ar', '48000', '-ac', '2', '-f', 'rtp', '-payload_type', '96', 'rtp://127.0.0.1:9?pkt_size=300',
+  ];
 }
 
 function argvFor(kind: 'old' | 'new', srtPort: number): string[] {
   const spec = parsePipelineSpec({
     name: kind, input: { type: 'srt', port: srtPort, latency: 120 },
-    processing: [{ plugin: 'loudness-normalize', target: -23 }, { plugin: 'eq', bands: [{ freq: 100, gain: -2 }, { freq: 1000, gain: 1 }, { freq: 8000, gain: 1.5 }] }],
+    processing: [{ plugin: 'loudness-normalize', target: -23 }, { plugin: 'eq', bands: EQ_BANDS }],
     output: { type: 'rtp', host: '127.0.0.1', port: 9 },
   });
   const argv = compilePipeline(spec, { statsIntervalMs: 1000, packetsPerSend: 4, clockSource: 'realtime', jitterMs: 20 });
@@ -59,14 +77,15 @@ async function cpuTicks(pid: number): Promise<number> {
 
 async function round(windowS: number, pluginPath: string, basePort: number): Promise<ClockCpuRound> {
   const children: ChildProcess[] = [];
-  const gst: Record<'old' | 'new', ChildProcess> = {
+  const gst: Record<'old' | 'new' | 'ffmpeg', ChildProcess> = {
     old: spawn('gst-launch-1.0', argvFor('old', basePort), { env: { ...process.env, GST_PLUGIN_PATH: pluginPath }, stdio: 'ignore' }),
     new: spawn('gst-launch-1.0', argvFor('new', basePort + 1), { env: { ...process.env, GST_PLUGIN_PATH: pluginPath }, stdio: 'ignore' }),
+    ffmpeg: spawn('ffmpeg', ffmpegArgv(basePort + 2), { stdio: 'ignore' }),
   };
-  children.push(gst.old, gst.new);
+  children.push(gst.old, gst.new, gst.ffmpeg);
   await new Promise((resolve) => setTimeout(resolve, 2000));
   const sine = '0.3*sin(2*PI*997*t)';
-  for (const port of [basePort, basePort + 1]) {
+  for (const port of [basePort, basePort + 1, basePort + 2]) {
     children.push(spawn('ffmpeg', [
       '-hide_banner', '-loglevel', 'quiet', '-nostdin', '-re', '-f', 'lavfi', '-i', `aevalsrc=${sine}|${sine}:s=48000:d=${windowS + 20}`,
       '-c:a', 'aac', '-b:a', '256k', '-pes_payload_size', '0', '-f', 'mpegts', `srt://127.0.0.1:${port}?mode=caller&latency=120000`,
@@ -74,14 +93,17 @@ async function round(windowS: number, pluginPath: string, basePort: number): Pro
   }
   try {
     await new Promise((resolve) => setTimeout(resolve, 8000));
-    const pidOld = gst.old.pid ?? 0;
-    const pidNew = gst.new.pid ?? 0;
-    const [a0, b0] = [await cpuTicks(pidOld), await cpuTicks(pidNew)];
+    const pids = [gst.old.pid ?? 0, gst.new.pid ?? 0, gst.ffmpeg.pid ?? 0];
+    for (const [name, child] of Object.entries(gst)) {
+      if (child.exitCode !== null || child.signalCode !== null) throw new Error(`clock cpu: the ${name} process ended before the window`);
+    }
+    const before = await Promise.all(pids.map(cpuTicks));
     const t0 = performance.now();
     await new Promise((resolve) => setTimeout(resolve, windowS * 1000));
-    const [a1, b1] = [await cpuTicks(pidOld), await cpuTicks(pidNew)];
+    const after = await Promise.all(pids.map(cpuTicks));
     const w = (performance.now() - t0) / 1000;
-    return { windowS: w, oldPercent: ((a1 - a0) / TICKS_PER_S / w) * 100, newPercent: ((b1 - b0) / TICKS_PER_S / w) * 100 };
+    const percent = (i: number): number => (((after[i] ?? 0) - (before[i] ?? 0)) / TICKS_PER_S / w) * 100;
+    return { windowS: w, oldPercent: percent(0), newPercent: percent(1), ffmpegPercent: percent(2) };
   } finally {
     for (const child of children) child.kill('SIGKILL');
     await Promise.all(children.filter((c) => c.exitCode === null && c.signalCode === null).map((c) => once(c, 'exit')));
@@ -99,27 +121,30 @@ export async function runClockCpuBench(options: { windowS?: number; rounds?: num
   const pluginPath = options.pluginPath ?? path.join(ROOT, 'gst-plugins', 'build');
   const rounds: ClockCpuRound[] = [];
   for (let i = 0; i < (options.rounds ?? 3); i++) {
-    const r = await round(windowS, pluginPath, 19710 + 2 * i);
-    process.stderr.write(`clock cpu round ${i + 1}: old ${r.oldPercent.toFixed(2)} %, new ${r.newPercent.toFixed(2)} % of a core\n`);
+    const r = await round(windowS, pluginPath, 19710 + 3 * i);
+    process.stderr.write(`clock cpu round ${i + 1}: old ${r.oldPercent.toFixed(2)} %, new ${r.newPercent.toFixed(2)} %, ffmpeg ${r.ffmpegPercent.toFixed(2)} % of a core\n`);
     rounds.push(r);
   }
   return {
     rounds,
     medianOldPercent: median(rounds.map((r) => r.oldPercent)),
     medianNewPercent: median(rounds.map((r) => r.newPercent)),
+    medianFfmpegPercent: median(rounds.map((r) => r.ffmpegPercent)),
     medianDeltaPoints: median(rounds.map((r) => r.newPercent - r.oldPercent)),
   };
 }
 
 export function clockCpuTable(r: ClockCpuResult): string {
   return [
-    `One pipeline (loudnorm + 3-band EQ), old graph and clock-bridge graph side by side, ${r.rounds.length} rounds:`,
+    `One pipeline (loudnorm + 3-band EQ), old graph, clock-bridge graph and one ffmpeg doing the same job side by side, ${r.rounds.length} rounds:`,
     '',
     '| graph | median CPU, % of a core | rounds |',
     '|---|---:|---|',
     `| old (queue) | ${r.medianOldPercent.toFixed(2)} | ${r.rounds.map((x) => x.oldPercent.toFixed(2)).join(', ')} |`,
     `| new (clockbridge, media-clock) | ${r.medianNewPercent.toFixed(2)} | ${r.rounds.map((x) => x.newPercent.toFixed(2)).join(', ')} |`,
+    `| ffmpeg (SRT -> loudnorm + equalizer x3 -> pcm_s24be RTP, 1 ms) | ${r.medianFfmpegPercent.toFixed(2)} | ${r.rounds.map((x) => x.ffmpegPercent.toFixed(2)).join(', ')} |`,
     '',
+    `- ffmpeg / new: **${(r.medianFfmpegPercent / r.medianNewPercent).toFixed(1)}x** the CPU of the engine's pipeline`,
     `- new − old: **${r.medianDeltaPoints >= 0 ? '+' : ''}${r.medianDeltaPoints.toFixed(2)} points** of a core per pipeline (goal at most +0.30); new / old ${(r.medianNewPercent / r.medianOldPercent).toFixed(2)}x`,
   ].join('\n');
 }
