@@ -1,13 +1,14 @@
 /**
  * Station helpers: a station number whose harbor port (8100 + N - 1) is free right now on UDP and
- * TCP, the engine's dashboard address, station TOML, an Icecast source client (ffmpeg) and the
- * processes of a station's child.
+ * TCP, the engine's dashboard address, a station as its API shows it (and waiting for a state of
+ * it), station TOML, an Icecast source client (ffmpeg) and the processes of a station's child.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createSocket } from 'node:dgram';
 import { readdir, readFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
-import type { EngineProcess } from './engine-process.js';
+import type { StationView } from '../../src/stations/station.js';
+import { api, eventually, type EngineProcess } from './engine-process.js';
 
 const handedOut = new Set<number>();
 
@@ -49,6 +50,21 @@ export function dashboardOf(engine: EngineProcess): { url: string; port: number 
   const port = ready?.dashboard_port;
   if (typeof port !== 'number') throw new Error('the engine did not log its dashboard port');
   return { url: `http://127.0.0.1:${port}`, port };
+}
+
+/** The station `id` as `GET /api/stations/{id}` on the dashboard port shows it (200 or it throws). */
+export async function getStation(engine: EngineProcess, id: string): Promise<StationView> {
+  const got = await api<StationView>(dashboardOf(engine), 'GET', `/api/stations/${id}`);
+  if (got.status !== 200) throw new Error(`GET station ${id}: ${got.status} ${got.text}`);
+  return got.body;
+}
+
+/** Polls the station `id` until `ok` holds (a non-200 answer is polled again); the view that did. */
+export function whenStation(engine: EngineProcess, id: string, ok: (s: StationView) => boolean, what: string, timeoutMs = 20_000): Promise<StationView> {
+  return eventually(async () => {
+    const got = await api<StationView>(dashboardOf(engine), 'GET', `/api/stations/${id}`);
+    return got.status === 200 && ok(got.body) ? got.body : undefined;
+  }, timeoutMs, `station ${id}: ${what}`);
 }
 
 export interface StationToml {

@@ -9,16 +9,9 @@ import { createInterface } from 'node:readline';
 import t, { type Test } from 'tap';
 import type { ErrorBody } from '../../src/http/errors.js';
 import type { StationView } from '../../src/stations/station.js';
-import { api, eventually, isAlive, startEngine, type EngineProcess } from '../helpers/engine-process.js';
+import { api, isAlive, startEngine } from '../helpers/engine-process.js';
 import { freeUdpPort } from '../helpers/ports.js';
-import { dashboardOf, freeStationNumber, gstProcessesWith, harborPortOf, stationToml } from '../helpers/stations.js';
-
-async function whenStation(engine: EngineProcess, id: string, ok: (s: StationView) => boolean, what: string, timeoutMs = 15_000): Promise<StationView> {
-  return eventually(async () => {
-    const got = await api<StationView>(dashboardOf(engine), 'GET', `/api/stations/${id}`);
-    return got.status === 200 && ok(got.body) ? got.body : undefined;
-  }, timeoutMs, `station ${id}: ${what}`);
-}
+import { dashboardOf, freeStationNumber, gstProcessesWith, harborPortOf, stationToml, whenStation } from '../helpers/stations.js';
 
 /** Another process (not the engine) that holds a port: a node child with a UDP socket or a TCP listener. */
 async function holdPort(t: Test, port: number, transport: 'udp' | 'tcp'): Promise<ChildProcess> {

@@ -8,13 +8,13 @@ import t, { type Test } from 'tap';
 import type { StationView } from '../../src/stations/station.js';
 import { longestSilenceMs } from '../helpers/audio-gaps.js';
 import type { ClientProcess } from '../helpers/client-process.js';
-import { api, eventually, startEngine, type EngineProcess } from '../helpers/engine-process.js';
+import { startEngine, type EngineProcess } from '../helpers/engine-process.js';
 import { runEzstream } from '../helpers/ezstream.js';
 import { runIces2 } from '../helpers/ices2.js';
 import { runLiquidsoap } from '../helpers/liquidsoap.js';
 import { RtpReceiver, sineRmsDbfs } from '../helpers/rtp-receiver.js';
 import { sineFile } from '../helpers/sine-files.js';
-import { dashboardOf, freeStationNumber, harborPortOf, stationToml } from '../helpers/stations.js';
+import { freeStationNumber, getStation, harborPortOf, stationToml, whenStation as whenStationWith } from '../helpers/stations.js';
 
 const ID = 'chained';
 const PASSWORD = 'chain-pw';
@@ -22,15 +22,9 @@ const MAX_SILENCE_MS = 50;
 /** liquidsoap type-checks its whole library before it connects: 1 s when idle, 15 s measured at load 24. */
 const LIQUIDSOAP_START_MS = 60_000;
 
-async function station(engine: EngineProcess): Promise<StationView> {
-  return (await api<StationView>(dashboardOf(engine), 'GET', `/api/stations/${ID}`)).body;
-}
-
-const whenStation = (engine: EngineProcess, ok: (s: StationView) => boolean, what: string, timeoutMs = 20_000): Promise<StationView> =>
-  eventually(async () => {
-    const s = await station(engine);
-    return ok(s) ? s : undefined;
-  }, timeoutMs, `station ${ID}: ${what}`);
+const station = (engine: EngineProcess): Promise<StationView> => getStation(engine, ID);
+const whenStation = (engine: EngineProcess, ok: (s: StationView) => boolean, what: string, timeoutMs?: number): Promise<StationView> =>
+  whenStationWith(engine, ID, ok, what, timeoutMs);
 
 /**
  * While `client` streams: the child that took it must be the one that ends after it (no exit

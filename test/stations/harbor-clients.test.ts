@@ -10,28 +10,19 @@ import type { StationView } from '../../src/stations/station.js';
 import type { ClientProcess } from '../helpers/client-process.js';
 import { runCurlSource } from '../helpers/curl-source.js';
 import { runDarkice } from '../helpers/darkice.js';
-import { api, eventually, startEngine, type EngineProcess } from '../helpers/engine-process.js';
+import { api, startEngine, type EngineProcess } from '../helpers/engine-process.js';
 import { runEzstream } from '../helpers/ezstream.js';
 import { runFfmpegChunked } from '../helpers/ffmpeg-chunked.js';
 import { runLiquidsoap } from '../helpers/liquidsoap.js';
 import { RtpReceiver, sineRmsDbfs } from '../helpers/rtp-receiver.js';
 import { sineFile } from '../helpers/sine-files.js';
-import { dashboardOf, freeStationNumber, harborPortOf, stationToml } from '../helpers/stations.js';
+import { dashboardOf, freeStationNumber, harborPortOf, stationToml, whenStation as whenStationWith } from '../helpers/stations.js';
 
 const ID = 'clients';
 const PASSWORD = 'harbor-pw';
 
-async function station(engine: EngineProcess): Promise<StationView> {
-  const got = await api<StationView>(dashboardOf(engine), 'GET', `/api/stations/${ID}`);
-  if (got.status !== 200) throw new Error(`GET station: ${got.status} ${got.text}`);
-  return got.body;
-}
-
-const whenStation = (engine: EngineProcess, ok: (s: StationView) => boolean, what: string, timeoutMs = 20_000): Promise<StationView> =>
-  eventually(async () => {
-    const s = await station(engine);
-    return ok(s) ? s : undefined;
-  }, timeoutMs, `station ${ID}: ${what}`);
+const whenStation = (engine: EngineProcess, ok: (s: StationView) => boolean, what: string, timeoutMs?: number): Promise<StationView> =>
+  whenStationWith(engine, ID, ok, what, timeoutMs);
 
 /** A child waiting for a source. */
 const ready = (engine: EngineProcess): Promise<StationView> => whenStation(engine, (s) => s.pid !== null && s.source === null && (s.state === 'starting' || s.state === 'running'), 'a child waiting for a source');

@@ -10,10 +10,10 @@
 import t from 'tap';
 import type { StationView } from '../../src/stations/station.js';
 import { between, clockFigures, realtimeNs } from '../helpers/clock-analysis.js';
-import { api, eventually, startEngine, type EngineProcess } from '../helpers/engine-process.js';
+import { eventually, startEngine, type EngineProcess } from '../helpers/engine-process.js';
 import { runLiquidsoap } from '../helpers/liquidsoap.js';
 import { RtpTiming } from '../helpers/rtp-timing.js';
-import { dashboardOf, freeStationNumber, harborPortOf, stationToml } from '../helpers/stations.js';
+import { freeStationNumber, getStation, harborPortOf, stationToml } from '../helpers/stations.js';
 
 const ID = 'clocked';
 const PASSWORD = 'clock-pw';
@@ -21,9 +21,7 @@ const SEND_SECONDS = 16;
 /** Packets per send (the engine's default): the media-clock band's allowance. */
 const PACKETS_PER_SEND = 4;
 
-async function station(engine: EngineProcess): Promise<StationView> {
-  return (await api<StationView>(dashboardOf(engine), 'GET', `/api/stations/${ID}`)).body;
-}
+const station = (engine: EngineProcess): Promise<StationView> => getStation(engine, ID);
 
 void t.test('liquidsoap %opus into a station: the output runs on the host clock, without holes', async (t) => {
   const dir = t.testdir();

@@ -8,9 +8,9 @@
 import { connect, type Socket } from 'node:net';
 import t, { type Test } from 'tap';
 import type { StationView } from '../../src/stations/station.js';
-import { api, eventually, startEngine, type EngineProcess, type LogLine } from '../helpers/engine-process.js';
+import { eventually, startEngine, type EngineProcess, type LogLine } from '../helpers/engine-process.js';
 import { RtpReceiver, sineRmsDbfs } from '../helpers/rtp-receiver.js';
-import { dashboardOf, freeStationNumber, harborPortOf, sendIcecast, stationToml } from '../helpers/stations.js';
+import { freeStationNumber, getStation, harborPortOf, sendIcecast, stationToml, whenStation as whenStationWith } from '../helpers/stations.js';
 
 const ID = 'proto';
 const PASSWORD = 'proto-pw';
@@ -43,16 +43,9 @@ async function send(t: Test, port: number, text: string | Buffer): Promise<Excha
   return { socket, local: `127.0.0.1:${String(socket.localPort)}`, answer };
 }
 
-async function station(engine: EngineProcess): Promise<StationView> {
-  const got = await api<StationView>(dashboardOf(engine), 'GET', `/api/stations/${ID}`);
-  return got.body;
-}
-
-const whenStation = (engine: EngineProcess, ok: (s: StationView) => boolean, what: string, timeoutMs = 20_000): Promise<StationView> =>
-  eventually(async () => {
-    const s = await station(engine);
-    return ok(s) ? s : undefined;
-  }, timeoutMs, `station ${ID}: ${what}`);
+const station = (engine: EngineProcess): Promise<StationView> => getStation(engine, ID);
+const whenStation = (engine: EngineProcess, ok: (s: StationView) => boolean, what: string, timeoutMs?: number): Promise<StationView> =>
+  whenStationWith(engine, ID, ok, what, timeoutMs);
 
 const linesFrom = (engine: EngineProcess, remote: string): LogLine[] => engine.logs.filter((l) => l.remote === remote);
 

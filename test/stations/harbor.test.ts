@@ -4,23 +4,10 @@
  */
 import t from 'tap';
 import type { StationView } from '../../src/stations/station.js';
-import { api, eventually, startEngine, type EngineProcess } from '../helpers/engine-process.js';
+import { api, startEngine } from '../helpers/engine-process.js';
 import { RtpReceiver, sineRmsDbfs } from '../helpers/rtp-receiver.js';
 import { sendSine } from '../helpers/srt-sender.js';
-import { dashboardOf, freeStationNumber, harborPortOf, sendIcecast, stationToml } from '../helpers/stations.js';
-
-async function station(engine: EngineProcess, id: string): Promise<StationView> {
-  const got = await api<StationView>(dashboardOf(engine), 'GET', `/api/stations/${id}`);
-  if (got.status !== 200) throw new Error(`GET station ${id}: ${got.status} ${got.text}`);
-  return got.body;
-}
-
-async function whenStation(engine: EngineProcess, id: string, ok: (s: StationView) => boolean, what: string, timeoutMs = 15_000): Promise<StationView> {
-  return eventually(async () => {
-    const s = await station(engine, id);
-    return ok(s) ? s : undefined;
-  }, timeoutMs, `station ${id}: ${what}`);
-}
+import { dashboardOf, freeStationNumber, harborPortOf, sendIcecast, stationToml, whenStation } from '../helpers/stations.js';
 
 void t.test('an SRT station: its harbor port receives SRT audio that comes out as RTP at the level it went in', async (t) => {
   const number = await freeStationNumber();
