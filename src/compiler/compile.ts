@@ -179,12 +179,12 @@ export function ptimeNs(ptime: PipelineSpec['output']['ptime']): number {
  * send; 4 at 0.25 ms: 16; 4 at 4 ms: 1. Always in the graph: it writes the AES67 media-clock RTP
  * timestamps (packets = 1 passes each packet on by itself).
  */
-export function batcher(packetsPerSend: number, ptime: PipelineSpec['output']['ptime'], mediaClock = true): string[] {
+export function batcher(packetsPerSend: number, ptime: PipelineSpec['output']['ptime']): string[] {
   if (!Number.isSafeInteger(packetsPerSend) || packetsPerSend < 1 || packetsPerSend > 16) {
     throw new UnsafeValueError('rtpbatch', 'packets', packetsPerSend);
   }
   const packets = Math.min(16, Math.max(1, Math.round(packetsPerSend / ptime)));
-  return element('rtpbatch', { name: 'batch', packets, 'media-clock': mediaClock });
+  return element('rtpbatch', { name: 'batch', packets, 'media-clock': true });
 }
 
 /** rtpL24pay or rtpL16pay with the output's payload type and packet time. */

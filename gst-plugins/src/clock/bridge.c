@@ -449,13 +449,14 @@ note_swing (ClockBridge * b, double span)
 static void
 trim_to_target (ClockBridge * b)
 {
-  double excess = fill_frames (b) - start_fill (b);
+  double excess;
 
   if (b->paced) {
     if (!b->running)
       b->fade_pos = 0;
     return;
   }
+  excess = fill_frames (b) - start_fill (b);
   if (excess >= 1.0)
     clock_fifo_drop (&b->fifo, (size_t) excess);
   b->fade_pos = 0;

@@ -110,6 +110,7 @@ struct _GstClockBridge
   GMutex lock;
   GCond cond;
   ClockBridge *bridge;
+  gboolean paced;               /* pace-input as the bridge was made with it */
   gboolean playing;             /* PLAYING: the task may run */
   gboolean task_stop;           /* the src pad is deactivating */
   gboolean sink_flushing;
@@ -734,7 +735,8 @@ gst_clock_bridge_loop (GstPad * pad)
   gst_buffer_map (buf, &map, GST_MAP_WRITE);
   clock_bridge_read (self->bridge, (float *) map.data, self->chunk_frames,
       running_seconds (self, now));
-  g_cond_broadcast (&self->cond);       /* room for a paced write */
+  if (self->paced)
+    g_cond_broadcast (&self->cond);     /* room for a paced write */
   gst_buffer_unmap (buf, &map);
   drained = self->eos_in && clock_bridge_drained (self->bridge);
   clock_bridge_stats (self->bridge, &st);
@@ -759,7 +761,8 @@ gst_clock_bridge_loop (GstPad * pad)
 
   g_mutex_lock (&self->lock);
   self->src_flow = flow;
-  g_cond_broadcast (&self->cond);
+  if (self->paced && flow != GST_FLOW_OK)
+    g_cond_broadcast (&self->cond);     /* a paced write stops waiting */
   g_mutex_unlock (&self->lock);
 
   if (flow == GST_FLOW_OK && drained) {
@@ -874,6 +877,7 @@ make_bridge (GstClockBridge * self)
   clock_bridge_free (self->bridge);
   self->bridge = clock_bridge_new ((unsigned) channels, RATE,
       (double) jitter / GST_SECOND, paced);
+  self->paced = paced;
   self->playing = FALSE;
   self->sink_flushing = FALSE;
   self->eos_in = FALSE;
@@ -920,7 +924,6 @@ gst_clock_bridge_change_state (GstElement * element, GstStateChange transition)
     case GST_STATE_CHANGE_PLAYING_TO_PAUSED:
       g_mutex_lock (&self->lock);
       self->playing = FALSE;
-      g_cond_broadcast (&self->cond);
       if (self->clock_id)
         gst_clock_id_unschedule (self->clock_id);
       g_mutex_unlock (&self->lock);
