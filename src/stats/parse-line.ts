@@ -81,7 +81,7 @@ export interface ClockBridgeEvent {
   inputActive: boolean;
   /** Decoded input frames the bridge received since the child started (0: no audio yet). */
   inputFrames: number;
-  /** The bridge's own contribution to the latency, seconds. */
+  /** The bridge's contribution to the latency (its FIFO) and the steps' after it (a look-ahead), seconds. */
   latencySeconds: number;
   /** Resampling ratio (output samples per input sample). */
   ratio: number;

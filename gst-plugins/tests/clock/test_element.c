@@ -8,7 +8,9 @@
  *   - input stops: silence on time, one underrun per episode, input-active
  *     false; input resumes: the fade-in again;
  *   - the clockbridge message with the documented fields and types;
- *   - LATENCY: live, chunk + 3 ms;
+ *   - LATENCY: live, chunk + 1 ms; after the sinks' LATENCY event a chunk
+ *     is read when the sink is due to send it (PTS + that latency), and the
+ *     message's latency adds the steps' part of it;
  *   - EOS on the sink pad: the FIFO plays out, then EOS downstream;
  *   - pace-input: 6 s pushed at once all come out (the push waits while
  *     the FIFO is full), no overrun, input-frames counts them;
@@ -189,7 +191,8 @@ GST_START_TEST (test_cadence_silence_fade_underrun)
     fail_unless_equals_uint64 (overruns, 0);
     fail_unless (fabs (target - 0.02) < 1e-9);
     fail_unless (fabs (fill - 0.02) < 0.003, "fill %f", fill);
-    fail_unless (fabs (latency - (fill + 0.004 + 0.003)) < 1e-9);
+    /* no LATENCY event in the harness: nothing after the FIFO */
+    fail_unless (fabs (latency - fill) < 1e-9);
     /* 2.2 s of input: the loop's integrator (the line needs 10 s), still
      * taking out the half packet the first start fill adds */
     fail_unless (fabs (drift) < 300.0, "drift %f ppm", drift);
@@ -247,10 +250,53 @@ GST_START_TEST (test_latency_query)
   fail_unless (gst_pad_query (src, q));
   gst_query_parse_latency (q, &live, &min, &max);
   fail_unless (live);
-  fail_unless_equals_uint64 (min, 7 * GST_MSECOND);     /* chunk + 3 ms */
+  fail_unless_equals_uint64 (min, 5 * GST_MSECOND);     /* chunk + 1 ms */
   fail_unless_equals_uint64 (max, GST_CLOCK_TIME_NONE);
   gst_query_unref (q);
   gst_object_unref (src);
+  teardown (h, bus);
+}
+
+GST_END_TEST;
+
+GST_START_TEST (test_latency_event_moves_the_read)
+{
+  GstBus *bus;
+  GstHarness *h = make_harness (&bus);
+  GstTestClock *tc;
+  GstClockID id;
+  GstStructure *s;
+  gdouble fill, latency;
+  guint64 k;
+
+  gst_harness_play (h);
+  tc = gst_harness_get_testclock (h);
+  /* no LATENCY event yet: chunk 0 is read at its end, 4 ms */
+  gst_test_clock_wait_for_next_pending_id (tc, &id);
+  fail_unless_equals_uint64 (gst_clock_id_get_time (id), 4 * GST_MSECOND);
+  gst_clock_id_unref (id);
+  step (h, 0, NULL);
+  /* the sinks' latency: the bridge's chunk + 1 ms and a step's 10 ms */
+  fail_unless (gst_harness_push_upstream_event (h,
+          gst_event_new_latency (15 * GST_MSECOND)));
+  step (h, 1, NULL);            /* its wait was made before the event */
+  for (k = 2; k < 60; k++) {
+    gst_test_clock_wait_for_next_pending_id (tc, &id);
+    fail_unless_equals_uint64 (gst_clock_id_get_time (id),
+        k * 4 * GST_MSECOND + 15 * GST_MSECOND);
+    gst_clock_id_unref (id);
+    fail_unless_equals_int (gst_harness_push (h, tone (CHUNK_FRAMES)),
+        GST_FLOW_OK);
+    step (h, k, NULL);
+  }
+  s = last_stats (bus);
+  fail_unless (s != NULL);
+  fail_unless (gst_structure_get_double (s, "fill", &fill));
+  fail_unless (gst_structure_get_double (s, "latency", &latency));
+  fail_unless (fabs (latency - (fill + 0.010)) < 1e-9, "latency %f, fill %f",
+      latency, fill);
+  gst_structure_free (s);
+  gst_object_unref (tc);
   teardown (h, bus);
 }
 
@@ -432,6 +478,7 @@ clockbridge_suite (void)
   suite_add_tcase (s, tc);
   tcase_add_test (tc, test_cadence_silence_fade_underrun);
   tcase_add_test (tc, test_latency_query);
+  tcase_add_test (tc, test_latency_event_moves_the_read);
   tcase_add_test (tc, test_eos_drains_then_ends);
   tcase_add_test (tc, test_paced_input_loses_nothing);
   tcase_add_test (tc, test_refused_settings);
