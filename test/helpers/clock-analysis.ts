@@ -18,6 +18,8 @@ export interface ClockFigures {
   /** The 1st and 99th percentiles of the offset, samples (a measurement choice on a shared VM). */
   offsetP1: number;
   offsetP99: number;
+  /** Packets received more than 1 ms (48 samples at 48 kHz) after their timestamp. */
+  lateOver1ms: number;
 }
 
 const TWO32 = 2n ** 32n;
@@ -56,7 +58,8 @@ export function clockFigures(packets: readonly TimedPacket[], samplesPerPacket =
   const slope = n < 2 ? 0 : (n * sxy - sx * sy) / (n * sxx - sx * sx);
   offsets.sort((a, b) => a - b);
   const percentile = (q: number): number => offsets[Math.min(offsets.length - 1, Math.floor(q * offsets.length))] ?? Number.NaN;
-  return { packets: n, packetsPerSecond: slope, sequenceGaps: gaps, timestampSteps: steps, offsetMin, offsetMax, offsetP1: percentile(0.01), offsetP99: percentile(0.99) };
+  const late = offsets.filter((o) => o < -48).length; // 1 ms at 48 kHz
+  return { packets: n, packetsPerSecond: slope, sequenceGaps: gaps, timestampSteps: steps, offsetMin, offsetMax, offsetP1: percentile(0.01), offsetP99: percentile(0.99), lateOver1ms: late };
 }
 
 /** The packets received between `fromNs` and `toNs` (CLOCK_REALTIME). */
