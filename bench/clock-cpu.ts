@@ -13,6 +13,7 @@
  * Goal: new − old at most 0.3 % of a core per pipeline.
  *
  *   node --import=tsx bench/clock-cpu.ts [--window S] [--rounds N] [--plugin-path DIR]
+ *   node --import=tsx bench/clock-cpu.ts --scale 1,4,8 [--window S]   (the sweep: N of one kind at a time)
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
@@ -160,6 +161,89 @@ export function clockCpuTable(r: ClockCpuResult): string {
   ].join('\n');
 }
 
+/** One kind of pipeline at one N: per-pipeline CPU over the window, % of a core. */
+export interface ClockScaleCell {
+  kind: 'old' | 'new' | 'ffmpeg';
+  n: number;
+  medianPercent: number;
+  meanPercent: number;
+}
+
+/**
+ * The scale sweep of the three kinds, in the same run: for each N, N pipelines of one kind at a
+ * time (old graph, bridge graph, one ffmpeg per pipeline), each fed by its own ffmpeg caller,
+ * CPU of every pipeline process over the window. One kind at a time, so the N pipelines of a kind
+ * share the machine only with their callers. Real-time delivery is not checked here (the
+ * engine's scale sweep does that); the figure is the CPU each kind needs for the same job.
+ */
+async function scaleCell(kind: ClockScaleCell['kind'], n: number, windowS: number, pluginPath: string, basePort: number): Promise<ClockScaleCell> {
+  const children: ChildProcess[] = [];
+  const pipelines: ChildProcess[] = [];
+  const env = { ...process.env, GST_PLUGIN_PATH: pluginPath };
+  try {
+    for (let i = 0; i < n; i++) {
+      const child = kind === 'ffmpeg'
+        ? spawn('ffmpeg', ffmpegArgv(basePort + i), { stdio: 'ignore' })
+        : spawn('gst-launch-1.0', argvFor(kind, basePort + i), { env, stdio: 'ignore' });
+      pipelines.push(child);
+      children.push(child);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 2000));
+    const sine = '0.3*sin(2*PI*997*t)';
+    for (let i = 0; i < n; i++) {
+      children.push(spawn('ffmpeg', [
+        '-hide_banner', '-loglevel', 'quiet', '-nostdin', '-re', '-f', 'lavfi', '-i', `aevalsrc=${sine}|${sine}:s=48000:d=${windowS + 20}`,
+        '-c:a', 'aac', '-b:a', '256k', '-pes_payload_size', '0', '-f', 'mpegts', `srt://127.0.0.1:${basePort + i}?mode=caller&latency=120000`,
+      ], { stdio: 'ignore' }));
+    }
+    await new Promise((resolve) => setTimeout(resolve, 8000));
+    if (pipelines.some((c) => c.exitCode !== null || c.signalCode !== null)) throw new Error(`clock cpu scale: a ${kind} pipeline ended before the window (N = ${n})`);
+    const pids = pipelines.map((c) => c.pid ?? 0);
+    const before = await Promise.all(pids.map(cpuTicks));
+    const t0 = performance.now();
+    await new Promise((resolve) => setTimeout(resolve, windowS * 1000));
+    const after = await Promise.all(pids.map(cpuTicks));
+    const w = (performance.now() - t0) / 1000;
+    const percents = pids.map((_, i) => (((after[i] ?? 0) - (before[i] ?? 0)) / TICKS_PER_S / w) * 100);
+    return { kind, n, medianPercent: median(percents), meanPercent: percents.reduce((a, b) => a + b, 0) / percents.length };
+  } finally {
+    for (const child of children) child.kill('SIGKILL');
+    await Promise.all(children.filter((c) => c.exitCode === null && c.signalCode === null).map((c) => once(c, 'exit')));
+  }
+}
+
+export async function runClockScaleBench(options: { ns: number[]; windowS?: number; pluginPath?: string }): Promise<ClockScaleCell[]> {
+  const windowS = options.windowS ?? 30;
+  const pluginPath = options.pluginPath ?? path.join(ROOT, 'gst-plugins', 'build');
+  const cells: ClockScaleCell[] = [];
+  for (const n of options.ns) {
+    for (const kind of ['old', 'new', 'ffmpeg'] as const) {
+      const cell = await scaleCell(kind, n, windowS, pluginPath, 19760);
+      process.stderr.write(`clock cpu scale N=${n} ${kind}: ${cell.medianPercent.toFixed(2)} % of a core per pipeline (median; mean ${cell.meanPercent.toFixed(2)})\n`);
+      cells.push(cell);
+    }
+  }
+  return cells;
+}
+
+export function clockScaleTable(cells: ClockScaleCell[]): string {
+  const ns = [...new Set(cells.map((c) => c.n))];
+  const at = (n: number, kind: ClockScaleCell['kind']): ClockScaleCell | undefined => cells.find((c) => c.n === n && c.kind === kind);
+  const f = (c: ClockScaleCell | undefined): string => (c === undefined ? '-' : `${c.medianPercent.toFixed(2)} (${c.meanPercent.toFixed(2)})`);
+  return [
+    'N pipelines of one kind at a time, each with its own ffmpeg AAC caller; CPU per pipeline, % of a core, median (mean):',
+    '',
+    '| N | old (queue) | new (clockbridge) | one ffmpeg per pipeline | new − old (medians) | ffmpeg / new |',
+    '|---:|---:|---:|---:|---:|---:|',
+    ...ns.map((n) => {
+      const o = at(n, 'old'), nw = at(n, 'new'), ff = at(n, 'ffmpeg');
+      const delta = o !== undefined && nw !== undefined ? (nw.medianPercent - o.medianPercent).toFixed(2) : '-';
+      const ratio = ff !== undefined && nw !== undefined ? `${(ff.medianPercent / nw.medianPercent).toFixed(1)}x` : '-';
+      return `| ${n} | ${f(o)} | ${f(nw)} | ${f(ff)} | ${delta} | ${ratio} |`;
+    }),
+  ].join('\n');
+}
+
 runIfMain(import.meta.url, 'clock-cpu', async () => {
   const args = process.argv.slice(2);
   const num = (name: string): number | undefined => {
@@ -167,6 +251,15 @@ runIfMain(import.meta.url, 'clock-cpu', async () => {
     return i >= 0 ? Number(args[i + 1]) : undefined;
   };
   const at = args.indexOf('--plugin-path');
-  const r = await runClockCpuBench({ windowS: num('--window'), rounds: num('--rounds'), pluginPath: at >= 0 ? args[at + 1] : undefined });
+  const pluginPath = at >= 0 ? args[at + 1] : undefined;
+  const scale = args.indexOf('--scale');
+  if (scale >= 0) {
+    const ns = (args[scale + 1] ?? '').split(',').map(Number);
+    if (ns.some((n) => !Number.isInteger(n) || n < 1 || n > 64)) throw new Error('--scale takes whole numbers 1-64, comma separated');
+    const cells = await runClockScaleBench({ ns, windowS: num('--window'), pluginPath });
+    process.stdout.write(`\n${clockScaleTable(cells)}\n\n${JSON.stringify(cells, null, 2)}\n`);
+    return;
+  }
+  const r = await runClockCpuBench({ windowS: num('--window'), rounds: num('--rounds'), pluginPath });
   process.stdout.write(`\n${clockCpuTable(r)}\n\n${JSON.stringify(r, null, 2)}\n`);
 });
