@@ -82,41 +82,53 @@ async function cpuTicks(pid: number): Promise<number> {
   return Number(fields[11]) + Number(fields[12]); // utime, stime (fields 14 and 15 of stat)
 }
 
-async function round(windowS: number, pluginPath: string, basePort: number): Promise<ClockCpuRound> {
+type Kind = 'old' | 'new' | 'ffmpeg';
+
+/**
+ * One pipeline process per entry of `kinds`, on SRT ports basePort, basePort + 1, ..., each fed by
+ * its own ffmpeg AAC caller (-pes_payload_size 0); the CPU of each over the same window, % of a
+ * core, in the order of `kinds`. Every process is gone when it returns, also on failure.
+ */
+async function sideBySide(kinds: readonly Kind[], windowS: number, pluginPath: string, basePort: number): Promise<{ windowS: number; percents: number[] }> {
   const children: ChildProcess[] = [];
   const env = { ...process.env, GST_PLUGIN_PATH: pluginPath };
-  const gst: Record<'old' | 'new' | 'twin' | 'ffmpeg', ChildProcess> = {
-    old: spawn('gst-launch-1.0', argvFor('old', basePort), { env, stdio: 'ignore' }),
-    new: spawn('gst-launch-1.0', argvFor('new', basePort + 1), { env, stdio: 'ignore' }),
-    ffmpeg: spawn('ffmpeg', ffmpegArgv(basePort + 2), { stdio: 'ignore' }),
-    twin: spawn('gst-launch-1.0', argvFor('new', basePort + 3), { env, stdio: 'ignore' }),
-  };
-  children.push(gst.old, gst.new, gst.ffmpeg, gst.twin);
-  await new Promise((resolve) => setTimeout(resolve, 2000));
-  const sine = '0.3*sin(2*PI*997*t)';
-  for (const port of [basePort, basePort + 1, basePort + 2, basePort + 3]) {
-    children.push(spawn('ffmpeg', [
-      '-hide_banner', '-loglevel', 'quiet', '-nostdin', '-re', '-f', 'lavfi', '-i', `aevalsrc=${sine}|${sine}:s=48000:d=${windowS + 20}`,
-      '-c:a', 'aac', '-b:a', '256k', '-pes_payload_size', '0', '-f', 'mpegts', `srt://127.0.0.1:${port}?mode=caller&latency=120000`,
-    ], { stdio: 'ignore' }));
-  }
   try {
+    const pipelines = kinds.map((kind, i) => {
+      const child = kind === 'ffmpeg'
+        ? spawn('ffmpeg', ffmpegArgv(basePort + i), { stdio: 'ignore' })
+        : spawn('gst-launch-1.0', argvFor(kind, basePort + i), { env, stdio: 'ignore' });
+      children.push(child);
+      return child;
+    });
+    await new Promise((resolve) => setTimeout(resolve, 2000));
+    const sine = '0.3*sin(2*PI*997*t)';
+    kinds.forEach((_, i) => {
+      children.push(spawn('ffmpeg', [
+        '-hide_banner', '-loglevel', 'quiet', '-nostdin', '-re', '-f', 'lavfi', '-i', `aevalsrc=${sine}|${sine}:s=48000:d=${windowS + 20}`,
+        '-c:a', 'aac', '-b:a', '256k', '-pes_payload_size', '0', '-f', 'mpegts', `srt://127.0.0.1:${basePort + i}?mode=caller&latency=120000`,
+      ], { stdio: 'ignore' }));
+    });
     await new Promise((resolve) => setTimeout(resolve, 8000));
-    const pids = [gst.old.pid ?? 0, gst.new.pid ?? 0, gst.ffmpeg.pid ?? 0, gst.twin.pid ?? 0];
-    for (const [name, child] of Object.entries(gst)) {
-      if (child.exitCode !== null || child.signalCode !== null) throw new Error(`clock cpu: the ${name} process ended before the window`);
-    }
+    pipelines.forEach((c, i) => {
+      if (c.exitCode !== null || c.signalCode !== null) throw new Error(`clock cpu: the ${kinds[i] ?? '?'} process on port ${basePort + i} ended before the window`);
+    });
+    const pids = pipelines.map((c) => c.pid ?? 0);
     const before = await Promise.all(pids.map(cpuTicks));
     const t0 = performance.now();
     await new Promise((resolve) => setTimeout(resolve, windowS * 1000));
     const after = await Promise.all(pids.map(cpuTicks));
     const w = (performance.now() - t0) / 1000;
-    const percent = (i: number): number => (((after[i] ?? 0) - (before[i] ?? 0)) / TICKS_PER_S / w) * 100;
-    return { windowS: w, oldPercent: percent(0), newPercent: percent(1), twinPercent: percent(3), ffmpegPercent: percent(2) };
+    return { windowS: w, percents: pids.map((_, i) => (((after[i] ?? 0) - (before[i] ?? 0)) / TICKS_PER_S / w) * 100) };
   } finally {
     for (const child of children) child.kill('SIGKILL');
     await Promise.all(children.filter((c) => c.exitCode === null && c.signalCode === null).map((c) => once(c, 'exit')));
   }
+}
+
+/** One round: old, new, ffmpeg and a second new (the noise floor) at once. */
+async function round(windowS: number, pluginPath: string, basePort: number): Promise<ClockCpuRound> {
+  const { windowS: w, percents: [old, nw, ffmpeg, twin] } = await sideBySide(['old', 'new', 'ffmpeg', 'new'], windowS, pluginPath, basePort);
+  return { windowS: w, oldPercent: old ?? NaN, newPercent: nw ?? NaN, twinPercent: twin ?? NaN, ffmpegPercent: ffmpeg ?? NaN };
 }
 
 const median = (xs: number[]): number => {
@@ -163,7 +175,7 @@ export function clockCpuTable(r: ClockCpuResult): string {
 
 /** One kind of pipeline at one N: per-pipeline CPU over the window, % of a core. */
 export interface ClockScaleCell {
-  kind: 'old' | 'new' | 'ffmpeg';
+  kind: Kind;
   n: number;
   medianPercent: number;
   meanPercent: number;
@@ -177,39 +189,8 @@ export interface ClockScaleCell {
  * engine's scale sweep does that); the figure is the CPU each kind needs for the same job.
  */
 async function scaleCell(kind: ClockScaleCell['kind'], n: number, windowS: number, pluginPath: string, basePort: number): Promise<ClockScaleCell> {
-  const children: ChildProcess[] = [];
-  const pipelines: ChildProcess[] = [];
-  const env = { ...process.env, GST_PLUGIN_PATH: pluginPath };
-  try {
-    for (let i = 0; i < n; i++) {
-      const child = kind === 'ffmpeg'
-        ? spawn('ffmpeg', ffmpegArgv(basePort + i), { stdio: 'ignore' })
-        : spawn('gst-launch-1.0', argvFor(kind, basePort + i), { env, stdio: 'ignore' });
-      pipelines.push(child);
-      children.push(child);
-    }
-    await new Promise((resolve) => setTimeout(resolve, 2000));
-    const sine = '0.3*sin(2*PI*997*t)';
-    for (let i = 0; i < n; i++) {
-      children.push(spawn('ffmpeg', [
-        '-hide_banner', '-loglevel', 'quiet', '-nostdin', '-re', '-f', 'lavfi', '-i', `aevalsrc=${sine}|${sine}:s=48000:d=${windowS + 20}`,
-        '-c:a', 'aac', '-b:a', '256k', '-pes_payload_size', '0', '-f', 'mpegts', `srt://127.0.0.1:${basePort + i}?mode=caller&latency=120000`,
-      ], { stdio: 'ignore' }));
-    }
-    await new Promise((resolve) => setTimeout(resolve, 8000));
-    if (pipelines.some((c) => c.exitCode !== null || c.signalCode !== null)) throw new Error(`clock cpu scale: a ${kind} pipeline ended before the window (N = ${n})`);
-    const pids = pipelines.map((c) => c.pid ?? 0);
-    const before = await Promise.all(pids.map(cpuTicks));
-    const t0 = performance.now();
-    await new Promise((resolve) => setTimeout(resolve, windowS * 1000));
-    const after = await Promise.all(pids.map(cpuTicks));
-    const w = (performance.now() - t0) / 1000;
-    const percents = pids.map((_, i) => (((after[i] ?? 0) - (before[i] ?? 0)) / TICKS_PER_S / w) * 100);
-    return { kind, n, medianPercent: median(percents), meanPercent: percents.reduce((a, b) => a + b, 0) / percents.length };
-  } finally {
-    for (const child of children) child.kill('SIGKILL');
-    await Promise.all(children.filter((c) => c.exitCode === null && c.signalCode === null).map((c) => once(c, 'exit')));
-  }
+  const { percents } = await sideBySide(Array.from({ length: n }, () => kind), windowS, pluginPath, basePort);
+  return { kind, n, medianPercent: median(percents), meanPercent: percents.reduce((a, b) => a + b, 0) / percents.length };
 }
 
 export async function runClockScaleBench(options: { ns: number[]; windowS?: number; pluginPath?: string }): Promise<ClockScaleCell[]> {

@@ -728,7 +728,7 @@ gst_clock_bridge_loop (GstPad * pad)
       self->chunk_frames, GST_SECOND, RATE);
   /* The chunk is read when the sink is due to send it (running time pts +
    * the pipeline's latency), not when its last sample is (end): then the
-   * sink does not wait again (one wake-up per chunk, not two: measured 1.0-1.5
+   * sink does not wait again (one wake-up per chunk, not two: the second cost 0.85-1.54
    * points of a core per pipeline without processing steps on the 2-core VM)
    * and the audio does not sit for the latency's margin and the steps'
    * reported latency after the FIFO.  The graph after the bridge
