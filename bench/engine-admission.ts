@@ -145,10 +145,11 @@ export async function admissionBench(s: AdmissionBenchSettings): Promise<Admissi
     const byPort = new Map(snapshot.sockets.map((c) => [c.port, c]));
     const rows = pipelines.map((p) => {
       const d = (name: string): number => value(m1, name, p.id) - value(m0, name, p.id);
-      const rtp = byPort.get(p.rtpPort) ?? { packets: 0, gaps: 0, drops: 0 };
+      const rtp = byPort.get(p.rtpPort) ?? { packets: 0, gaps: 0, drops: 0, silent_frames: 0 };
       return {
         rate: rtp.packets / snapshot.windowS,
         gaps: rtp.gaps,
+        silentMs: rtp.silent_frames / 48,
         lost: Math.max(0, d('audio_engine_pipeline_srt_packets_lost_total')),
         dropped: Math.max(0, d('audio_engine_pipeline_srt_packets_dropped_total')),
         restarts: d('audio_engine_pipeline_restarts_total'),
@@ -161,6 +162,9 @@ export async function admissionBench(s: AdmissionBenchSettings): Promise<Admissi
     if (sum((r) => r.gaps) > 0) reasons.push(`${sum((r) => r.gaps)} RTP sequence gap(s)`);
     const slow = rows.filter((r) => Math.abs(r.rate - 1000) > 20).length;
     if (slow > 0) reasons.push(`${slow} pipeline(s) off 1000 RTP packets/s by > 2 % (min ${Math.min(...rates).toFixed(0)}/s)`);
+    // judged by the audio: packets that carry inserted silence are not real time
+    const silent = rows.filter((r) => r.silentMs > 0);
+    if (silent.length > 0) reasons.push(`inserted silence in ${silent.length} pipeline(s) (at most ${Math.max(...silent.map((r) => r.silentMs)).toFixed(0)} ms in one)`);
     if (sum((r) => r.lost) > 0) reasons.push(`${sum((r) => r.lost)} SRT packet(s) lost`);
     if (sum((r) => r.dropped) > 0) reasons.push(`${sum((r) => r.dropped)} SRT packet(s) dropped`);
     if (sum((r) => r.restarts) > 0) reasons.push(`${sum((r) => r.restarts)} child restart(s)`);

@@ -348,6 +348,13 @@ export interface RtpCount {
   gaps: number;
   /** datagrams the kernel dropped on the counter's full socket buffer (the counter's fault) */
   drops: number;
+  /**
+   * Inserted silence in the L24 payloads: frames in runs of at least 8 all-zero frames, the runs,
+   * and the longest (frames). The programme is never silent, so any run is the engine's.
+   */
+  silent_frames: number;
+  silences: number;
+  longest_silence: number;
 }
 
 export interface RtpSnapshot {
@@ -488,7 +495,8 @@ export const SENDER_KINDS: readonly SenderKind[] = ['gst-shared', 'gst', 'ffmpeg
 
 /**
  * Makes (once, cached by name in `cacheDir`) the programme every sender plays: 600 s of stereo
- * 48 kHz AAC 256 kb/s in MPEG-TS, two tones plus white noise.
+ * 48 kHz AAC 256 kb/s in MPEG-TS, pink noise (ffmpeg's anoisesrc, a fixed seed): never silent, so
+ * any run of zero samples in the RTP that comes out is silence the engine inserted.
  */
 /**
  * Length of the sender programme, s. A sender plays it once: start-up, the wait until every
@@ -499,7 +507,7 @@ export const PROGRAMME_S = 600;
 
 export async function programmeTs(cacheDir: string): Promise<string> {
   await mkdir(cacheDir, { recursive: true });
-  const file = path.join(cacheDir, 'engine-sender-v2-600s-aac.ts');
+  const file = path.join(cacheDir, 'engine-sender-v3-pink-600s-aac.ts');
   try {
     await readFile(file).then((b) => {
       if (b.length < 1_000_000) throw new Error('short');
@@ -509,10 +517,9 @@ export async function programmeTs(cacheDir: string): Promise<string> {
     // make it
   }
   const tmp = `${file}.${process.pid}.tmp`;
-  const expr = "0.2*sin(2*PI*440*t)+0.05*(random(0)*2-1)|0.2*sin(2*PI*660*t)+0.05*(random(1)*2-1)";
   const child = spawn(
     'ffmpeg',
-    ['-nostdin', '-hide_banner', '-loglevel', 'error', '-y', '-f', 'lavfi', '-i', `aevalsrc=${expr}:s=48000:d=${PROGRAMME_S}`,
+    ['-nostdin', '-hide_banner', '-loglevel', 'error', '-y', '-f', 'lavfi', '-i', `anoisesrc=color=pink:amplitude=0.25:sample_rate=48000:seed=7:duration=${PROGRAMME_S}`, '-ac', '2',
       '-c:a', 'aac', '-b:a', '256k', '-f', 'mpegts', tmp],
     { stdio: ['ignore', 'ignore', 'pipe'] },
   );

@@ -143,6 +143,9 @@ export interface ScalePipelineSample {
   /** datagrams the kernel dropped on the counter's socket (counted as gaps too: its own fault) */
   rtpCounterDrops: number;
   rtpRatePerS: number;
+  /** inserted silence in the RTP audio over the window (the programme never is silent), ms, and its runs */
+  silentMs: number;
+  silences: number;
   srtLost: number;
   srtDropped: number;
   srtReceived: number;
@@ -549,7 +552,7 @@ async function scaleStep(s: Settings, root: string, n: number, rig: ScaleRig): P
     const reasons: string[] = [];
     const samples: ScalePipelineSample[] = pipelines.map((p) => {
       const d = (name: string): number => value(m1, name, p.id) - value(m0, name, p.id);
-      const rtp = byPort.get(p.rtpPort) ?? { packets: 0, gaps: 0, drops: 0 };
+      const rtp = byPort.get(p.rtpPort) ?? { packets: 0, gaps: 0, drops: 0, silent_frames: 0, silences: 0 };
       return {
         id: p.id,
         cpuPct: (100 * d('audio_engine_pipeline_child_cpu_seconds_total')) / windowS,
@@ -558,6 +561,8 @@ async function scaleStep(s: Settings, root: string, n: number, rig: ScaleRig): P
         rtpGaps: rtp.gaps,
         rtpCounterDrops: rtp.drops,
         rtpRatePerS: rtp.packets / snapshot.windowS,
+        silentMs: rtp.silent_frames / 48,
+        silences: rtp.silences,
         srtLost: d('audio_engine_pipeline_srt_packets_lost_total'),
         srtDropped: d('audio_engine_pipeline_srt_packets_dropped_total'),
         srtReceived: d('audio_engine_pipeline_srt_packets_received_total'),
@@ -577,6 +582,11 @@ async function scaleStep(s: Settings, root: string, n: number, rig: ScaleRig): P
       );
     }
     if (slow.length > 0) reasons.push(`${slow.length} pipeline(s) off 1000 RTP packets/s by > 2 % (min ${Math.min(...rates).toFixed(0)}/s)`);
+    // Real time is judged by the audio: 1000 packets a second that carry inserted silence are not.
+    const silent = samples.filter((p) => p.silences > 0);
+    if (silent.length > 0) {
+      reasons.push(`inserted silence in ${silent.length} pipeline(s) (${silent.reduce((a, p) => a + p.silentMs, 0).toFixed(0)} ms in all, at most ${Math.max(...silent.map((p) => p.silentMs)).toFixed(0)} ms in one)`);
+    }
     if (lost > 0) reasons.push(`${lost} SRT packet(s) lost`);
     if (dropped > 0) reasons.push(`${dropped} SRT packet(s) dropped`);
     const restarts = samples.reduce((a, p) => a + p.restarts, 0);

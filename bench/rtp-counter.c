@@ -5,12 +5,23 @@
  *
  *   rtp-counter N [PACE_US]
  *
+ * Judges the audio too: the payload is L24 (RFC 3190) of CHANNELS channels (default 2); a run of at
+ * least SILENT_RUN_FRAMES (8) frames in which every sample is exactly 0 is inserted digital silence
+ * (a never-silent programme, pink noise or tones through the engine's steps, has no such run: a
+ * 24-bit sample of a -23 LUFS programme is 0 about once in millions). Runs are counted across packet
+ * boundaries of a socket; a sequence gap ends a run.
+ *
+ *   rtp-counter N [PACE_US [CHANNELS]]
+ *
  * Binds N UDP sockets on 127.0.0.1 (ephemeral ports, SO_RCVBUF 4 MiB) and prints one JSON line:
  *   {"ports":[P1,...,PN],"rcvbuf":BYTES,"nice":NICE}
  * then reads commands on stdin, one a line, and answers each with one line on stdout:
  *   reset     -> ok            counters to zero; the next packet of each socket is not a gap
- *   snapshot  -> {"window_s":S,"sockets":[{"port":P,"packets":X,"gaps":G,"drops":D},...]}
- *                S = seconds since the last reset (CLOCK_MONOTONIC, or since start), D = datagrams
+ *   snapshot  -> {"window_s":S,"sockets":[{"port":P,"packets":X,"gaps":G,"drops":D,
+ *                  "silent_frames":F,"silences":K,"longest_silence":L},...]}
+ *                S = seconds since the last reset (CLOCK_MONOTONIC, or since start); F = frames in
+ *                silent runs, K = silent runs that ended (or are going on), L = the longest run's
+ *                frames, all since the last reset (a run going on at the reset counts from it); D = datagrams
  *                the kernel dropped on that socket's full receive buffer since then (SO_RXQ_OVFL):
  *                a gap that is the counter's own fault, not the sender's
  *   (other)   -> error unknown command
@@ -45,7 +56,8 @@
 #include <unistd.h>
 
 #define BATCH 64
-#define HEAD 16
+#define DATAGRAM 1500
+#define SILENT_RUN_FRAMES 8
 #define MAX_SOCKETS 4096
 #define RCVBUF (4 * 1024 * 1024)
 
@@ -57,7 +69,13 @@ struct counter {
 	int last_seq; /* -1: none yet in this window */
 	uint32_t drops_total; /* kernel's count for the socket (SO_RXQ_OVFL), as last seen */
 	uint32_t drops_at_reset;
+	uint64_t zero_run;        /* frames of the all-zero run going on */
+	uint64_t silent_frames;   /* frames in silent runs (>= SILENT_RUN_FRAMES) since the reset */
+	uint64_t silences;        /* silent runs since the reset */
+	uint64_t longest_silence; /* frames */
 };
+
+static int channels = 2;
 
 static struct counter *counters;
 static int n_counters;
@@ -106,22 +124,33 @@ static void reset_all(void)
 		counters[i].gaps = 0;
 		counters[i].last_seq = -1;
 		counters[i].drops_at_reset = counters[i].drops_total;
+		counters[i].zero_run = 0;
+		counters[i].silent_frames = 0;
+		counters[i].silences = 0;
+		counters[i].longest_silence = 0;
 	}
 	window_start = now_s();
 }
 
 static void snapshot(void)
 {
-	size_t cap = 64 + (size_t)n_counters * 96;
+	size_t cap = 64 + (size_t)n_counters * 192;
 	char *buf = malloc(cap);
 	if (buf == NULL)
 		die("malloc");
 	size_t len = (size_t)snprintf(buf, cap, "{\"window_s\":%.6f,\"sockets\":[", now_s() - window_start);
 	for (int i = 0; i < n_counters; i++) {
 		const struct counter *c = &counters[i];
-		len += (size_t)snprintf(buf + len, cap - len, "%s{\"port\":%d,\"packets\":%llu,\"gaps\":%llu,\"drops\":%u}",
+		/* a run going on counts as far as it got */
+		uint64_t run = c->zero_run >= SILENT_RUN_FRAMES ? c->zero_run : 0;
+		len += (size_t)snprintf(buf + len, cap - len,
+					"%s{\"port\":%d,\"packets\":%llu,\"gaps\":%llu,\"drops\":%u,"
+					"\"silent_frames\":%llu,\"silences\":%llu,\"longest_silence\":%llu}",
 					i == 0 ? "" : ",", c->port, (unsigned long long)c->packets,
-					(unsigned long long)c->gaps, c->drops_total - c->drops_at_reset);
+					(unsigned long long)c->gaps, c->drops_total - c->drops_at_reset,
+					(unsigned long long)(c->silent_frames + run),
+					(unsigned long long)(c->silences + (run > 0)),
+					(unsigned long long)(run > c->longest_silence ? run : c->longest_silence));
 	}
 	len += (size_t)snprintf(buf + len, cap - len, "]}\n");
 	write_all(buf, len);
@@ -171,9 +200,47 @@ static union {
 	char buf[CMSG_SPACE(sizeof(uint32_t))];
 	struct cmsghdr align;
 } controls[BATCH];
-static unsigned char heads[BATCH][HEAD];
+static unsigned char heads[BATCH][DATAGRAM];
 static struct iovec iovs[BATCH];
 static struct mmsghdr msgs[BATCH];
+
+/* A silent run ended (a non-zero frame, a sequence gap): counted when long enough. */
+static void end_run(struct counter *c)
+{
+	if (c->zero_run >= SILENT_RUN_FRAMES) {
+		c->silent_frames += c->zero_run;
+		c->silences++;
+		if (c->zero_run > c->longest_silence)
+			c->longest_silence = c->zero_run;
+	}
+	c->zero_run = 0;
+}
+
+/* The L24 payload of one packet (after the header, CSRCs and extension): silent runs. */
+static void judge_payload(struct counter *c, const unsigned char *p, size_t len)
+{
+	size_t head = 12 + 4 * (size_t)(p[0] & 0x0f);
+	if ((p[0] & 0x10) != 0 && len >= head + 4)
+		head += 4 + 4 * (size_t)((p[head + 2] << 8) | p[head + 3]);
+	if (len <= head)
+		return;
+	size_t frame = 3 * (size_t)channels;
+	const unsigned char *a = p + head;
+	size_t frames = (len - head) / frame;
+	for (size_t f = 0; f < frames; f++, a += frame) {
+		int zero = 1;
+		for (size_t b = 0; b < frame; b++) {
+			if (a[b] != 0) {
+				zero = 0;
+				break;
+			}
+		}
+		if (zero)
+			c->zero_run++;
+		else
+			end_run(c);
+	}
+}
 
 /* Reads every datagram queued on the socket (bounded: at most 64 batches a call). */
 static void drain(struct counter *c)
@@ -184,7 +251,7 @@ static void drain(struct counter *c)
 			msgs[i].msg_hdr.msg_controllen = sizeof controls[i].buf;
 			msgs[i].msg_hdr.msg_flags = 0;
 		}
-		int got = recvmmsg(c->fd, msgs, BATCH, MSG_DONTWAIT | MSG_TRUNC, NULL);
+		int got = recvmmsg(c->fd, msgs, BATCH, MSG_DONTWAIT, NULL);
 		if (got <= 0)
 			return;
 		for (int i = 0; i < got; i++) {
@@ -197,8 +264,11 @@ static void drain(struct counter *c)
 			if (msgs[i].msg_len < 12 || (p[0] >> 6) != 2)
 				continue;
 			int seq = (p[2] << 8) | p[3];
-			if (c->last_seq >= 0 && seq != ((c->last_seq + 1) & 0xffff))
+			if (c->last_seq >= 0 && seq != ((c->last_seq + 1) & 0xffff)) {
 				c->gaps++;
+				end_run(c);
+			}
+			judge_payload(c, p, msgs[i].msg_len);
 			c->last_seq = seq;
 			c->packets++;
 		}
@@ -209,14 +279,15 @@ static void drain(struct counter *c)
 
 int main(int argc, char **argv)
 {
-	if (argc < 2 || argc > 3) {
-		fprintf(stderr, "usage: rtp-counter N [PACE_US]\n");
+	if (argc < 2 || argc > 4) {
+		fprintf(stderr, "usage: rtp-counter N [PACE_US [CHANNELS]]\n");
 		return 2;
 	}
 	n_counters = atoi(argv[1]);
-	long pace_us = argc == 3 ? atol(argv[2]) : 1000;
-	if (n_counters < 1 || n_counters > MAX_SOCKETS || pace_us < 0 || pace_us > 100000) {
-		fprintf(stderr, "rtp-counter: N is 1-%d, PACE_US 0-100000\n", MAX_SOCKETS);
+	long pace_us = argc >= 3 ? atol(argv[2]) : 1000;
+	channels = argc == 4 ? atoi(argv[3]) : 2;
+	if (n_counters < 1 || n_counters > MAX_SOCKETS || pace_us < 0 || pace_us > 100000 || channels < 1 || channels > 8) {
+		fprintf(stderr, "rtp-counter: N is 1-%d, PACE_US 0-100000, CHANNELS 1-8\n", MAX_SOCKETS);
 		return 2;
 	}
 
@@ -236,7 +307,7 @@ int main(int argc, char **argv)
 
 	for (int i = 0; i < BATCH; i++) {
 		iovs[i].iov_base = heads[i];
-		iovs[i].iov_len = HEAD;
+		iovs[i].iov_len = DATAGRAM;
 		memset(&msgs[i], 0, sizeof msgs[i]);
 		msgs[i].msg_hdr.msg_iov = &iovs[i];
 		msgs[i].msg_hdr.msg_iovlen = 1;
