@@ -1,6 +1,7 @@
 /* bridge: see bridge.h. */
 #include "bridge.h"
 
+#include "drift.h"
 #include "fifo.h"
 #include "loop.h"
 #include "resampler.h"
@@ -45,11 +46,17 @@ struct ClockBridge
   /* the fill just before each packet below the loop's average (s), a ring */
   double dips[CLOCK_BRIDGE_DIPS];
   unsigned n_dips, next_dip;
-  /* the drift: weighted least squares of input seconds received against
-   * arrival time, sums centred on (ref_t, ref_y) after each point */
-  double ls_w, ls_tt, ls_ty, ref_t, ref_y, ls_last_t, ls_in, ls_span;
-  double ls_disagree;           /* s the line has disagreed with the loop */
-  int ls_have;
+  /* the drift: the lower envelope of the arrival times (drift.h) */
+  ClockDrift drift;
+  /* an underrun while the input was on: refilling, and how long (output
+   * frames of silence) since it ran dry */
+  int refill;
+  uint64_t refill_frames;
+  uint64_t late_frames;         /* silence of underruns the input came back from */
+  double last_gap_s;            /* the last such underrun's silence */
+  double late_max;              /* s: the longest gap that ran it dry in
+                                 * this stream (the overrun limit allows
+                                 * for what it held up) */
 };
 
 ClockBridge *
@@ -79,6 +86,7 @@ clock_bridge_new (unsigned channels, unsigned rate, double target_s,
     return NULL;
   }
   clock_resampler_init (&b->rs);
+  clock_drift_init (&b->drift);
   clock_loop_init (&b->loop, target_s);
   if (b->paced)
     b->loop.max_u = CLOCK_BRIDGE_PACED_MAX_U;
@@ -130,85 +138,28 @@ advance_to (ClockBridge * b, double t)
 static void
 drift_restart (ClockBridge * b)
 {
-  b->ls_w = b->ls_tt = b->ls_ty = 0.0;
-  b->ls_in = b->ls_span = b->ls_disagree = 0.0;
-  b->ls_have = 0;
+  clock_drift_restart (&b->drift);
 }
 
-static int
-drift_line_ready (const ClockBridge * b)
-{
-  return b->ls_have && b->ls_span >= CLOCK_BRIDGE_DRIFT_MIN_S
-      && b->ls_tt > 0.0;
-}
-
-static int
-drift_line_agrees (const ClockBridge * b)
-{
-  return fabs ((b->ls_ty / b->ls_tt - 1.0) - b->loop.integ) * 1e6 <=
-      CLOCK_BRIDGE_DRIFT_AGREE_PPM;
-}
-
-/* one packet of `frames` arriving at t: a point of the line */
+/* one write of `frames` arriving at t: a point of the drift line */
 static void
 drift_note (ClockBridge * b, size_t frames, double t)
 {
-  double x, y, decay;
-
   /* a pause of the input (a caller gone, a stall): maybe another clock;
    * a write that waited for room came at the output's pace */
-  if (b->ls_have && (t - b->ls_last_t > CLOCK_BRIDGE_DRIFT_GAP_S
+  if (b->have_write && (t - b->last_write_t > CLOCK_BRIDGE_DRIFT_GAP_S
           || b->waited))
     drift_restart (b);
   b->waited = 0;
-  if (!b->ls_have) {
-    b->ref_t = t;
-    b->ref_y = 0.0;
-    b->ls_have = 1;
-  } else {
-    b->ls_span += t - b->ls_last_t;
-    /* the sender's rate stepped (same stream, no pause): a new line */
-    if (drift_line_ready (b) && !drift_line_agrees (b)) {
-      b->ls_disagree += t - b->ls_last_t;
-      if (b->ls_disagree > CLOCK_BRIDGE_DRIFT_AGREE_S) {
-        drift_restart (b);
-        b->ref_t = t;
-        b->ref_y = 0.0;
-        b->ls_have = 1;
-      }
-    } else {
-      b->ls_disagree = 0.0;
-    }
-  }
-  decay = exp (-(t - b->ls_last_t) / CLOCK_BRIDGE_DRIFT_WINDOW_S);
-  b->ls_last_t = t;
-  b->ls_w *= decay;
-  b->ls_tt *= decay;
-  b->ls_ty *= decay;
-  /* the point, centred on the line's reference */
-  x = t - b->ref_t;
-  y = b->ls_in - b->ref_y;
-  b->ls_in += (double) frames / b->rate;
-  {
-    /* add it, then move the reference to the new weighted mean (the sums
-     * of x and y are then zero: no cancellation however long it runs) */
-    double w = b->ls_w + 1.0;
-    double mx = x / w, my = y / w;
-
-    b->ls_tt += x * x - w * mx * mx;
-    b->ls_ty += x * y - w * mx * my;
-    b->ls_w = w;
-    b->ref_t += mx;
-    b->ref_y += my;
-  }
+  clock_drift_note (&b->drift, t, frames, b->rate);
 }
 
 /* the drift in ppm, or the loop's integrator while the line is short */
 static double
 drift_ppm (const ClockBridge * b)
 {
-  if (drift_line_ready (b) && drift_line_agrees (b))
-    return (b->ls_ty / b->ls_tt - 1.0) * 1e6;
+  if (clock_drift_ready (&b->drift))
+    return clock_drift_rate (&b->drift) * 1e6;
   return b->loop.integ * 1e6;
 }
 
@@ -230,6 +181,8 @@ clock_bridge_flush (ClockBridge * b)
   b->running = b->draining = b->drained = 0;
   b->n_dips = b->next_dip = 0;
   b->ran_dry = 0;
+  b->refill = 0;
+  b->late_max = 0.0;
   b->dry_gap = 0.0;
   drift_restart (b);
   b->ratio = 1.0 + b->loop.integ;
@@ -313,6 +266,8 @@ note_write (ClockBridge * b, size_t frames, double t)
     b->cluster = 0;
     b->dry_gap = 0.0;
     b->ran_dry = 0;
+    b->refill = 0;              /* the input stopped: not a late packet */
+    b->late_max = 0.0;
   }
   if (!b->have_write || t - b->pkt_window_t0 >= CLOCK_BRIDGE_PACKET_WINDOW_S) {
     b->pkt_prev = b->have_write ? b->pkt_cur : 0;
@@ -327,8 +282,14 @@ note_write (ClockBridge * b, size_t frames, double t)
     b->cluster += frames;
   } else {
     /* the first packet after (re)connecting may be a backlog (a demuxer
-     * releasing what it held, a sender catching up): not a packet */
-    if (b->cluster > b->pkt_cur && (b->running || b->episode_clusters > 0))
+     * releasing what it held, a sender catching up): not a packet; nor is
+     * one that carried much more audio than the time to the next (a late
+     * packet's backlog on a busy host, the start of a stream released at
+     * once): the sender's packets are as long as the time between them
+     * (a paced input's bursts are its pages: they count) */
+    if (b->cluster > b->pkt_cur && (b->running || b->episode_clusters > 0)
+        && (b->paced
+            || (double) b->cluster <= CLOCK_BRIDGE_BACKLOG_RATIO * gap * b->rate))
       b->pkt_cur = b->cluster;
     if (b->have_write && !b->running)
       b->episode_clusters++;
@@ -337,6 +298,9 @@ note_write (ClockBridge * b, size_t frames, double t)
     b->cluster = frames;
     if (b->have_write && b->ran_dry && gap < CLOCK_BRIDGE_PAUSE_S) {
       b->dry_gap = gap;         /* judged when its packet is complete */
+      /* what was held up comes after it: not an overrun */
+      if (gap > b->late_max)
+        b->late_max = gap < max_depth_s (b) ? gap : max_depth_s (b);
     } else if (b->have_write && (b->running || (b->episode_clusters > 1
                 && gap < CLOCK_BRIDGE_PAUSE_S)) && gap * b->rate > b->gap_cur) {
       /* while running, and between the packets seen while filling (not
@@ -382,7 +346,7 @@ static double
 limit_frames (const ClockBridge * b)
 {
   return setpoint_s (b) * b->rate + (double) packet_closed (b) +
-      (double) b->target + CLOCK_BRIDGE_OVERFLOW_S * b->rate;
+      (double) b->target + (CLOCK_BRIDGE_OVERFLOW_S + b->late_max) * b->rate;
 }
 
 static int
@@ -393,17 +357,25 @@ compare_doubles (const void *a, const void *b)
   return x < y ? -1 : x > y;
 }
 
-/* the CLOCK_BRIDGE_DIP_QUANTILE quantile of the recorded dips */
+/* the depth the recorded dips ask for: their CLOCK_BRIDGE_DIP_QUANTILE
+ * quantile keeps `target` as the reserve below the usual packets; and the
+ * deepest dip keeps at least CLOCK_BRIDGE_DIP_GUARD_S below the rarest
+ * (a packet a busy host delivered tens of ms late: with the quantile
+ * alone the next one like it runs the FIFO dry) */
 static double
-dip_quantile (const ClockBridge * b)
+dip_depth (const ClockBridge * b)
 {
   double sorted[CLOCK_BRIDGE_DIPS];
+  double q, deepest;
   size_t k;
 
   memcpy (sorted, b->dips, b->n_dips * sizeof (double));
   qsort (sorted, b->n_dips, sizeof (double), compare_doubles);
   k = (size_t) llround (CLOCK_BRIDGE_DIP_QUANTILE * (b->n_dips - 1));
-  return sorted[k];
+  q = sorted[k];
+  deepest = q + CLOCK_BRIDGE_DIP_SPREAD * (sorted[b->n_dips - 1] - q) +
+      CLOCK_BRIDGE_DIP_GUARD_S - (double) b->target / b->rate;
+  return q > deepest ? q : deepest;
 }
 
 /* after each read while running: the depth of the window (the dips'
@@ -418,7 +390,7 @@ note_swing (ClockBridge * b, double span)
   b->win_time += span;
   if (b->win_time < CLOCK_BRIDGE_SWING_WINDOW_S)
     return;
-  w = b->n_dips >= CLOCK_BRIDGE_DIPS_MIN ? dip_quantile (b) :
+  w = b->n_dips >= CLOCK_BRIDGE_DIPS_MIN ? dip_depth (b) :
       clock_loop_fill (&b->loop) - b->win_min;
   if (w > max_depth_s (b))      /* bounds the FIFO's use */
     w = max_depth_s (b);
@@ -513,6 +485,33 @@ start (ClockBridge * b)
   open_settle_window (b);
 }
 
+/* after an underrun: the start fill of the packet pattern known so far (a
+ * late packet brings what was held up with it, and usually that much; a
+ * smaller resume, one packet, stutters on bursty input: each hole runs it
+ * dry again before the loop has built the reserve up) */
+static double
+resume_fill (const ClockBridge * b)
+{
+  return start_fill (b);
+}
+
+/* the input came back after an underrun: play from here */
+static void
+resume (ClockBridge * b)
+{
+  b->late_frames += b->refill_frames;
+  b->last_gap_s = (double) b->refill_frames / b->rate;
+  b->refill = 0;
+  b->running = 1;
+  b->fade_pos = 0;
+  b->win_time = 0.0;
+  b->win_min = 1e9;
+  b->win_trimmed = 1;           /* this window is not the usual pattern */
+  clock_loop_set_target (&b->loop, setpoint_s (b));
+  clock_loop_restart (&b->loop, fill_frames (b) / b->rate);
+  b->ratio = 1.0 + b->loop.u;
+}
+
 void
 clock_bridge_write (ClockBridge * b, const float *interleaved, size_t frames,
     double t)
@@ -547,7 +546,14 @@ clock_bridge_write (ClockBridge * b, const float *interleaved, size_t frames,
 
     clock_fifo_write (f, interleaved, frames);
     note_write (b, frames, t);
-    if (!b->running) {
+    if (!b->running && b->refill) {
+      /* input back after an underrun: the audio resumes as soon as a
+       * packet is in (a late packet brings what was held up with it), not
+       * after a refill to the start fill: the hole is as long as the
+       * input was late, no longer; nothing is trimmed */
+      if (fill_frames (b) >= resume_fill (b))
+        resume (b);
+    } else if (!b->running) {
       /* two packets seen: the packet size is known (paced: at the latest
        * when the largest fill is reached; the input waits from then on) */
       if ((b->episode_clusters >= 2 && fill_frames (b) >= start_fill (b))
@@ -557,7 +563,8 @@ clock_bridge_write (ClockBridge * b, const float *interleaved, size_t frames,
     } else if (!b->paced && fill_frames (b) > limit) {
       if (b->settle_left == 0)  /* once per episode */
         b->overruns++;
-      drift_restart (b);        /* the line's offset jumped */
+      /* the drift line counts every frame received, trimmed or not: its
+       * offset does not jump */
       b->cluster = 0;           /* a burst is not a packet */
       trim_to_target (b);
       open_settle_window (b);
@@ -590,6 +597,11 @@ clock_bridge_read (ClockBridge * b, float *out, size_t frames, double t)
     double avg = span > 0.0 ? b->area / span : b->cont_fill;
     note_swing (b, span);
     clock_loop_set_target (&b->loop, setpoint_s (b));
+    /* the drift line, once it is long enough, is the loop's integral
+     * part: the fill's disturbances (late packets on a busy host) then
+     * only act through the proportional part, for as long as they last */
+    if (!b->paced && clock_drift_ready (&b->drift))
+      b->loop.integ = clock_drift_rate (&b->drift);
     b->ratio = clock_loop_update (&b->loop, avg, (double) frames / b->rate);
   }
   b->area = 0.0;
@@ -603,19 +615,31 @@ clock_bridge_read (ClockBridge * b, float *out, size_t frames, double t)
         out[i * ch + c] *= gain;
     }
     if (k < frames) {
-      /* dry: the rest is silence */
+      /* dry: the audio fades out over what is left of it, the rest is
+       * silence */
+      size_t n = k < b->fade_len ? k : b->fade_len;
+      for (size_t j = 0; j < n; j++) {
+        float gain = (float) (n - j) / (float) (n + 1);
+        for (unsigned c = 0; c < ch; c++)
+          out[(k - n + j) * ch + c] *= gain;
+      }
       if (b->draining) {
         b->drained = 1;
       } else {
         b->underruns++;
         b->ran_dry = 1;
+        b->refill = 1;
+        b->refill_frames = 0;
       }
       b->running = 0;
       empty_fifo (b);
     }
   }
-  if (k < frames)
+  if (k < frames) {
     memset (out + k * ch, 0, (frames - k) * ch * sizeof (float));
+    if (b->refill)
+      b->refill_frames += frames - k;
+  }
   if (b->draining && !b->running)
     b->drained = 1;
   /* re-anchored on the FIFO itself after each read */
@@ -653,4 +677,6 @@ clock_bridge_stats (const ClockBridge * b, ClockBridgeStats * s)
   s->running = b->running;
   s->frames_in = b->frames_in;
   s->frames_out = b->frames_out;
+  s->inserted_s = (double) b->late_frames / b->rate;
+  s->last_gap_s = b->last_gap_s;
 }

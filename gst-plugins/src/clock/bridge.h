@@ -25,18 +25,24 @@
  * quantile, not the deepest dip, so that such a packet does not move the
  * setpoint (and the latency) each time it comes.
  *
+ * A late packet of a busy host is not a shallow saw-tooth: the depth also
+ * keeps CLOCK_BRIDGE_DIP_GUARD_S below CLOCK_BRIDGE_DIP_SPREAD x the
+ * deepest recorded dip's distance from the quantile (a host whose packets
+ * come 15 ms later than usual now and then will bring one 30 ms late).
+ * A packet that carried much more audio than the time to the next one
+ * (CLOCK_BRIDGE_BACKLOG_RATIO: a late packet's backlog, a stream's start
+ * released at once) is not the sender's packet size.
+ *
  * The drift reported is not the loop's integrator but the slope of the
- * input against the output clock: a least-squares line through (arrival
- * time, frames received) of every packet since the stream (re)started,
- * weighted with a CLOCK_BRIDGE_DRIFT_WINDOW_S forgetting time.  The packet
- * pattern and the loop's corrections do not enter it; the integrator
- * until CLOCK_BRIDGE_DRIFT_MIN_S of input have been seen.  A pause of the
- * input longer than CLOCK_BRIDGE_DRIFT_GAP_S (a caller gone or stalled:
- * maybe another sender) or an overrun (a burst: the line's offset jumped)
- * starts the line again, and so does a line that disagrees with the
- * integrator by more than CLOCK_BRIDGE_DRIFT_AGREE_PPM for
- * CLOCK_BRIDGE_DRIFT_AGREE_S (the sender's rate stepped); while they
- * disagree the integrator is reported.
+ * input against the output clock: the lower envelope of the arrival times
+ * (drift.h), which lateness does not move.  The packet pattern and the
+ * loop's corrections do not enter it; the integrator until the line spans
+ * CLOCK_DRIFT_MIN_S.  Once it does, the line is the loop's integral part
+ * (late packets then move the ratio only through the proportional part,
+ * while they last).  A pause of the input longer than
+ * CLOCK_BRIDGE_DRIFT_GAP_S (a caller gone or stalled: maybe another
+ * sender) starts the line again; drift.h says how a step of the sender's
+ * rate or offset is followed.
 
  * States:
  *   filling  output is digital silence.  The first write that brings the
@@ -44,16 +50,24 @@
  *            it are dropped and the audio fades in over CLOCK_BRIDGE_FADE_S
  *            (linear).
  *   running  the resampler reads the FIFO.  When it runs dry (no input:
- *            caller gone or stalled) the rest of the chunk is silence, one
- *            underrun is counted and the bridge goes back to filling (the
- *            drift estimate and P are kept).  When input comes back within
- *            CLOCK_BRIDGE_PAUSE_S, the gap was the input's pattern (a
- *            packet later than the depth allowed for): the depth becomes
- *            at least that gap less half a packet, and the next start
- *            fill covers the gap.  Input back after a pause of CLOCK_BRIDGE_PAUSE_S or
- *            more (maybe another sender): the packet pattern and depth
- *            are learnt again, as for a new stream.  When a write brings the fill
- *            above the limit (2 x target + CLOCK_BRIDGE_OVERFLOW_S + P; a
+ *            caller gone or stalled, or a packet later than the reserve)
+ *            the audio fades out over what is left of it (at most
+ *            CLOCK_BRIDGE_FADE_S), the rest of the chunk is silence, one
+ *            underrun is counted and the bridge refills (the drift
+ *            estimate and P are kept).  Input back within
+ *            CLOCK_BRIDGE_PAUSE_S: the audio resumes, fading in, as soon as
+ *            the FIFO holds the start fill of the pattern known so far (a
+ *            late packet brings what was held up with it: usually at
+ *            once), and nothing is trimmed; the silence counts as inserted
+ *            (stats inserted_s: the input had audio, it came late).  The
+ *            gap was the input's pattern (a packet later than the depth
+ *            allowed for): the depth becomes at least that gap less half a
+ *            packet, and the overrun limit allows for the audio it held up.
+ *            Input back after a pause of CLOCK_BRIDGE_PAUSE_S or more
+ *            (maybe another sender): the packet pattern and depth are
+ *            learnt again, as for a new stream.  When a write brings the
+ *            fill above the limit (setpoint + P + target +
+ *            CLOCK_BRIDGE_OVERFLOW_S + the longest gap that ran it dry; a
  *            burst) one overrun is counted, the oldest frames are dropped
  *            down to target + P and the audio fades in again.
  *            Settle window: for CLOCK_BRIDGE_SETTLE_S after a start or an
@@ -92,6 +106,7 @@
 #define CLOCK_BRIDGE_OVERFLOW_S 0.02
 #define CLOCK_BRIDGE_SETTLE_S 0.5
 #define CLOCK_BRIDGE_CLUSTER_S 0.005
+#define CLOCK_BRIDGE_BACKLOG_RATIO 1.5
 #define CLOCK_BRIDGE_PACKET_WINDOW_S 10.0
 #define CLOCK_BRIDGE_SWING_WINDOW_S 1.0
 #define CLOCK_BRIDGE_SWING_DECAY_S 30.0
@@ -105,12 +120,10 @@
 #define CLOCK_BRIDGE_DIPS 256
 #define CLOCK_BRIDGE_DIPS_MIN 8
 #define CLOCK_BRIDGE_DIP_QUANTILE 0.95
-#define CLOCK_BRIDGE_DRIFT_WINDOW_S 60.0
-#define CLOCK_BRIDGE_DRIFT_MIN_S 10.0
+#define CLOCK_BRIDGE_DIP_GUARD_S 0.005
+#define CLOCK_BRIDGE_DIP_SPREAD 2.0
 #define CLOCK_BRIDGE_DRIFT_GAP_S 1.0
 #define CLOCK_BRIDGE_PAUSE_S 1.0
-#define CLOCK_BRIDGE_DRIFT_AGREE_PPM 500.0
-#define CLOCK_BRIDGE_DRIFT_AGREE_S 5.0
 
 typedef struct ClockBridge ClockBridge;
 
@@ -125,6 +138,10 @@ typedef struct
   uint64_t underruns, overruns;
   int running;
   uint64_t frames_in, frames_out;
+  /* silence the output carried between an underrun and the input's
+   * return within CLOCK_BRIDGE_PAUSE_S (the input was late, not gone):
+   * in all, and the last such hole, s */
+  double inserted_s, last_gap_s;
 } ClockBridgeStats;
 
 /* NULL when out of memory; channels 1..8; paced: see above */
