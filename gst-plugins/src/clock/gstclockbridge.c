@@ -43,6 +43,7 @@
 #include <gst/gst.h>
 #include <pthread.h>
 #include <sched.h>
+#include <sys/resource.h>
 #include <string.h>
 
 GST_DEBUG_CATEGORY_STATIC (clock_bridge_debug);
@@ -56,6 +57,12 @@ GST_DEBUG_CATEGORY_STATIC (clock_bridge_debug);
 #define LATENCY_MARGIN (1 * GST_MSECOND)
 /* the output thread's SCHED_FIFO priority, when the process may have it */
 #define OUTPUT_RT_PRIORITY 10
+/* the input thread's, below the output's */
+#define INPUT_RT_PRIORITY 5
+/* a real-time thread that runs this long without blocking is a bug: the
+ * kernel then ends the process (RLIMIT_RTTIME's SIGXCPU) instead of it
+ * starving the host; both threads block every few ms */
+#define RT_CPU_LIMIT_US 200000
 /* input-active: a buffer arrived within this time */
 #define INPUT_ACTIVE_WINDOW (200 * GST_MSECOND)
 
@@ -130,6 +137,7 @@ struct _GstClockBridge
   guint64 next_message;         /* frames_out at which to post */
   guint chunk_frames;
   guint64 interval_frames;
+  gboolean input_rt_tried;      /* streaming thread of the sink pad */
 };
 
 static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE ("sink",
@@ -163,6 +171,8 @@ static gboolean gst_clock_bridge_src_activate_mode (GstPad * pad,
     GstObject * parent, GstPadMode mode, gboolean active);
 static GstIterator *gst_clock_bridge_no_links (GstPad * pad,
     GstObject * parent);
+static void ask_realtime (GstClockBridge * self, int priority,
+    const gchar * which);
 
 static void
 gst_clock_bridge_class_init (GstClockBridgeClass * klass)
@@ -577,6 +587,17 @@ gst_clock_bridge_chain (GstPad * pad, GstObject * parent, GstBuffer * buffer)
   GstMapInfo map;
   gsize frame_bytes;
 
+  if (!self->input_rt_tried) {
+    /* the thread that brings a live input (srtsrc's: receive, demux,
+     * decode, here) is the other half of the FIFO's reserve: on a busy
+     * host a SCHED_OTHER input thread ran tens of ms late (16 pipelines
+     * and their senders on 2 cores: 1-3 underruns a pipeline in 150 s,
+     * 0-1 of 6-18 ms with this).  A paced input waits for room anyway
+     * and holds up to seconds: it stays as it is. */
+    self->input_rt_tried = TRUE;
+    if (!self->paced)
+      ask_realtime (self, INPUT_RT_PRIORITY, "input");
+  }
   g_mutex_lock (&self->lock);
   if (self->sink_flushing) {
     ret = GST_FLOW_FLUSHING;
@@ -655,6 +676,10 @@ post_stats (GstClockBridge * self, const ClockBridgeStats * st,
       "overruns", G_TYPE_UINT64, (guint64) st->overruns,
       "input-active", G_TYPE_BOOLEAN, input_active,
       "input-frames", G_TYPE_UINT64, (guint64) st->frames_in,
+      /* the output's silence between underruns and the input's return
+       * within 1 s: audio that came late, not an input that stopped */
+      "inserted-silence", G_TYPE_DOUBLE, st->inserted_s,
+      "last-underrun", G_TYPE_DOUBLE, st->last_gap_s,
       /* the FIFO's average fill is the average time a frame spends in it;
        * after it, the steps' own latency (a look-ahead); the chunk leaves
        * when read */
@@ -692,11 +717,7 @@ gst_clock_bridge_loop (GstPad * pad)
      * asks for real-time scheduling so that other work on the host does
      * not delay packets.  Refused (no CAP_SYS_NICE or RLIMIT_RTPRIO): it
      * runs as before, said once in the debug log. */
-    struct sched_param param = {.sched_priority = OUTPUT_RT_PRIORITY };
-    int err = pthread_setschedparam (pthread_self (), SCHED_FIFO, &param);
-    if (err != 0)
-      GST_INFO_OBJECT (self, "output thread stays SCHED_OTHER: %s",
-          g_strerror (err));
+    ask_realtime (self, OUTPUT_RT_PRIORITY, "output");
     push_head (self);
     self->sent_head = TRUE;
   }
@@ -812,6 +833,31 @@ gst_clock_bridge_loop (GstPad * pad)
   }
 }
 
+/* asks SCHED_FIFO `priority` for the calling thread; refused (no
+ * CAP_SYS_NICE or RLIMIT_RTPRIO, a systemd unit's RestrictRealtime=yes),
+ * the thread runs as before, said once in the debug log.  Before the first
+ * real-time thread, RLIMIT_RTTIME is lowered to RT_CPU_LIMIT_US (a limit
+ * the process may always lower). */
+static void
+ask_realtime (GstClockBridge * self, int priority, const gchar * which)
+{
+  struct sched_param param = {.sched_priority = priority };
+  struct rlimit rt;
+  int err;
+
+  if (getrlimit (RLIMIT_RTTIME, &rt) == 0
+      && (rt.rlim_cur == RLIM_INFINITY || rt.rlim_cur > RT_CPU_LIMIT_US)) {
+    rt.rlim_cur = RT_CPU_LIMIT_US;
+    if (rt.rlim_max != RLIM_INFINITY && rt.rlim_max < rt.rlim_cur)
+      rt.rlim_cur = rt.rlim_max;
+    setrlimit (RLIMIT_RTTIME, &rt);
+  }
+  err = pthread_setschedparam (pthread_self (), SCHED_FIFO, &param);
+  if (err != 0)
+    GST_INFO_OBJECT (self, "%s thread stays SCHED_OTHER: %s", which,
+        g_strerror (err));
+}
+
 static gboolean
 gst_clock_bridge_src_activate_mode (GstPad * pad, GstObject * parent,
     GstPadMode mode, gboolean active)
@@ -920,6 +966,7 @@ make_bridge (GstClockBridge * self)
   g_mutex_unlock (&self->lock);
 
   self->sent_head = FALSE;
+  self->input_rt_tried = FALSE;
   self->have_origin = FALSE;
   self->frames_out = 0;
   self->chunk_frames = (guint) gst_util_uint64_scale (chunk, RATE, GST_SECOND);
