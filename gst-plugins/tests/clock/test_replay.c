@@ -1,0 +1,201 @@
+/* The clock bridge (bridge.c and its estimators, no GStreamer) on input
+ * arrivals recorded under load.
+ *
+ *   test-clock-replay [--jitter S] FILE...     (S: the bridge's target, default 0.02)
+ *
+ * Each FILE (tests/clock/arrivals/) is what one clockbridge of a real
+ * pipeline received: one write a line, `<us after the previous write>
+ * <frames>`, taken from GST_DEBUG=clockbridge:6 of gst-launch-1.0 children
+ * on a busy 2-core host (the header says how).  The replay writes DC (so
+ * that any output sample of 0 is inserted silence) at those times and
+ * reads a 4 ms chunk every 4 ms of the output clock, as the element's
+ * output thread does.  Checked per file, after WARMUP_S from the first
+ * write (the senders never paused in these recordings, so an output frame
+ * of 0 is inserted silence):
+ *   - at most one underrun: a packet later than anything the bridge had
+ *     seen (the first such event on a host at its limit cannot be known in
+ *     advance); none after it (the depth learnt it), and its hole no longer
+ *     than HOLE_MAX_S;
+ *   - no overrun (a late packet's backlog is not a burst to trim);
+ *   - the reported drift within DRIFT_TOL_PPM of the truth (the senders ran
+ *     on the receiver's clock: 0 ppm) from DRIFT_FROM_S on.
+ * Prints the figures per file, and the setpoint the bridge settled at. */
+#include "bridge.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define RATE 48000
+#define CHUNK 192
+#define WARMUP_S 10.0
+#define DRIFT_FROM_S 30.0
+#define DRIFT_TOL_PPM 25.0
+#define HOLE_MAX_S 0.25
+#define LEVEL 0.25f
+
+static int failures;
+
+#define CHECK(cond, ...) do { if (!(cond)) { failures++; \
+  printf ("FAIL: "); printf (__VA_ARGS__); printf ("\n"); } } while (0)
+
+typedef struct
+{
+  double t;
+  unsigned frames;
+} Write;
+
+/* the writes of a recording, arrival times from its first write; NULL on
+ * a file that cannot be read */
+static Write *
+load (const char *path, size_t *n)
+{
+  FILE *f = fopen (path, "r");
+  char line[512];
+  size_t cap = 1024;
+  Write *w = malloc (cap * sizeof (*w));
+  double t = 0.0;
+
+  *n = 0;
+  if (f == NULL || w == NULL) {
+    if (f)
+      fclose (f);
+    free (w);
+    return NULL;
+  }
+  while (fgets (line, sizeof (line), f)) {
+    long us;
+    unsigned frames;
+    if (line[0] == '#' || sscanf (line, "%ld %u", &us, &frames) != 2)
+      continue;
+    if (*n == cap) {
+      Write *bigger = realloc (w, 2 * cap * sizeof (*w));
+      if (bigger == NULL)
+        break;
+      w = bigger;
+      cap *= 2;
+    }
+    t += (double) us / 1e6;
+    w[*n].t = t;
+    w[*n].frames = frames;
+    (*n)++;
+  }
+  fclose (f);
+  return w;
+}
+
+static double target_s = 0.02;
+
+static void
+replay (const char *path)
+{
+  size_t n = 0, i = 0;
+  Write *w = load (path, &n);
+  ClockBridge *b;
+  float *in, out[CHUNK * 2];
+  double t_out = -0.5, end, max_drift = 0.0, max_latency = 0.0;
+  double silent_after = 0.0;
+  uint64_t underruns_at_warmup = 0, overruns_at_warmup = 0;
+  int warm = 0, audio_started = 0;
+  unsigned largest = 0;
+  ClockBridgeStats st = { 0 };
+  int verbose = getenv ("REPLAY_VERBOSE") != NULL;
+  const char *name = strrchr (path, '/') ? strrchr (path, '/') + 1 : path;
+
+  CHECK (w != NULL && n > 100, "%s: no recording", path);
+  if (w == NULL || n <= 100) {
+    free (w);
+    return;
+  }
+  for (size_t k = 0; k < n; k++)
+    if (w[k].frames > largest)
+      largest = w[k].frames;
+  in = malloc ((size_t) largest * 2 * sizeof (float));
+  for (size_t k = 0; k < (size_t) largest * 2; k++)
+    in[k] = LEVEL;
+  b = clock_bridge_new (2, RATE, target_s, 0);
+  end = w[n - 1].t;
+  while (t_out < end) {
+    double due = t_out + (double) CHUNK / RATE;
+    /* the writes that arrived before this chunk is read */
+    while (i < n && w[i].t <= due) {
+      clock_bridge_write (b, in, w[i].frames, w[i].t);
+      i++;
+    }
+    clock_bridge_read (b, out, CHUNK, due);
+    t_out = due;
+    {
+      uint64_t u = st.underruns, o = st.overruns;
+      clock_bridge_stats (b, &st);
+      if (verbose && t_out > 0 && fmod (t_out + 1e-9, 1.0) < (double) CHUNK / RATE)
+        printf ("  %8.3f s: fill %.1f ms, setpoint %.1f ms, drift %+.1f ppm, "
+            "ratio %+.1f ppm\n", t_out, st.fill_s * 1e3, st.setpoint_s * 1e3,
+            st.drift_ppm, (st.ratio - 1) * 1e6);
+      if (verbose && (st.underruns != u || st.overruns != o))
+        printf ("  %8.3f s: underruns %llu overruns %llu, setpoint %.1f ms, "
+            "fill %.1f ms, drift %+.1f ppm, P %.1f ms\n", t_out,
+            (unsigned long long) st.underruns,
+            (unsigned long long) st.overruns, st.setpoint_s * 1e3,
+            st.fill_s * 1e3, st.drift_ppm, st.packet_s * 1e3);
+    }
+    if (!warm && t_out >= WARMUP_S) {
+      warm = 1;
+      underruns_at_warmup = st.underruns;
+      overruns_at_warmup = st.overruns;
+    }
+    for (unsigned k = 0; k < CHUNK; k++) {
+      if (out[2 * k] != 0.0f)
+        audio_started = 1;
+      else if (warm && audio_started)
+        silent_after += 1.0;
+    }
+    if (t_out >= DRIFT_FROM_S && fabs (st.drift_ppm) > max_drift)
+      max_drift = fabs (st.drift_ppm);
+    if (warm && st.fill_s > max_latency)
+      max_latency = st.fill_s;
+  }
+  clock_bridge_stats (b, &st);
+  printf ("%-22s %zu writes over %.1f s: underruns %llu (%llu after %.0f s), "
+      "overruns %llu (%llu after), inserted silence after %.0f s %.1f ms "
+      "(%.1f ms in all), |drift| from %.0f s at most %.2f ppm (now %+.2f), "
+      "setpoint %.1f ms, average fill at most %.1f ms\n", name, n, end,
+      (unsigned long long) st.underruns,
+      (unsigned long long) (st.underruns - underruns_at_warmup), WARMUP_S,
+      (unsigned long long) st.overruns,
+      (unsigned long long) (st.overruns - overruns_at_warmup), WARMUP_S,
+      silent_after * 1e3 / RATE, st.inserted_s * 1e3, DRIFT_FROM_S, max_drift,
+      st.drift_ppm, st.setpoint_s * 1e3, max_latency * 1e3);
+  CHECK (st.underruns - underruns_at_warmup <= 1,
+      "%s: %llu underruns after %.0f s", name,
+      (unsigned long long) (st.underruns - underruns_at_warmup), WARMUP_S);
+  CHECK (silent_after <= HOLE_MAX_S * RATE,
+      "%s: %.1f ms of inserted silence after %.0f s", name,
+      silent_after * 1e3 / RATE, WARMUP_S);
+  CHECK (st.overruns == overruns_at_warmup, "%s: %llu overruns after %.0f s",
+      name, (unsigned long long) (st.overruns - overruns_at_warmup), WARMUP_S);
+  CHECK (max_drift <= DRIFT_TOL_PPM, "%s: drift %.2f ppm from %.0f s on "
+      "(truth 0)", name, max_drift, DRIFT_FROM_S);
+  free (in);
+  free (w);
+  clock_bridge_free (b);
+}
+
+int
+main (int argc, char **argv)
+{
+  int k = 1;
+
+  if (argc > 2 && strcmp (argv[1], "--jitter") == 0) {
+    target_s = atof (argv[2]);
+    k = 3;
+  }
+  if (k >= argc || target_s < 0.005 || target_s > 0.5) {
+    fprintf (stderr, "usage: test-clock-replay [--jitter S] FILE...\n");
+    return 2;
+  }
+  for (; k < argc; k++)
+    replay (argv[k]);
+  printf ("%s\n", failures ? "FAILED" : "ok");
+  return failures ? 1 : 0;
+}
