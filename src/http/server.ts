@@ -9,6 +9,7 @@ import type { KeyRing } from '../auth/keys.js';
 import type { EngineHealth } from '../health.js';
 import type { PipelineRegistry } from '../supervisor/registry.js';
 import { installAuth } from './auth.js';
+import { installBodyDrain } from './body-drain.js';
 import { installErrorHandling } from './errors.js';
 import { aes67Routes } from './routes/aes67.js';
 import { installOpenApi } from './openapi.js';
@@ -45,6 +46,8 @@ export function createHttpServer(log: Logger, component: string, keys: KeyRing |
   });
   // JSON only: a text/plain body is a 415, not a string that fails later.
   app.removeContentTypeParser(['text/plain']);
+  // An answer sent before the body was read (413, 415, 401) reaches a client still sending it.
+  installBodyDrain(app);
   installErrorHandling(app);
   installAuth(app, keys, openRoutes);
   app.addHook('onResponse', async (request, reply) => {
