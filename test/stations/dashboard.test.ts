@@ -5,6 +5,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
+import { readFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import t, { type Test } from 'tap';
 import type { ErrorBody } from '../../src/http/errors.js';
@@ -41,13 +42,18 @@ void t.test('start is refused with 409 naming the port and its holder while anot
   t.equal(stopped.body.state, 'stopped', 'autostart = false: not started');
   t.equal(stopped.body.enabled, false);
 
+  let srtRefusal = '';
   for (const [id, number, transport] of [['busy-srt', srtNumber, 'udp'], ['busy-ice', iceNumber, 'tcp']] as const) {
     const port = harborPortOf(number);
     const holder = await holdPort(t, port, transport);
     const refused = await api<ErrorBody>(dash, 'POST', `/api/stations/${id}/start`);
     t.equal(refused.status, 409, `${id}: 409`);
     t.equal(refused.body.code, 'PORT_IN_USE');
-    t.equal(refused.body.message, `port ${port} is already in use by node (pid ${String(holder.pid)})`, `${transport}: ${refused.body.message}`);
+    // The holder by its comm, as ps shows it: node's main thread names itself from Node 24 on
+    // (comm "node" on Node 20, "MainThread" on 24, "node-MainThread" on 26).
+    const comm = readFileSync(`/proc/${String(holder.pid)}/comm`, 'utf8').trim();
+    t.equal(refused.body.message, `port ${port} is already in use by ${comm} (pid ${String(holder.pid)})`, `${transport}: ${refused.body.message}`);
+    if (id === 'busy-srt') srtRefusal = refused.body.message;
     const view = await api<StationView>(dash, 'GET', `/api/stations/${id}`);
     t.equal(view.body.state, 'stopped', 'no child was started');
     t.match(view.body.last_error, `port ${port} is already in use`);
@@ -60,7 +66,7 @@ void t.test('start is refused with 409 naming the port and its holder while anot
     t.ok(['starting', 'running'].includes(started.body.state), `state ${started.body.state}`);
   }
   const logs = await api(dash, 'GET', '/api/stations/busy-srt/logs');
-  t.match(logs.text, /start refused: port \d+ is already in use by node/);
+  t.match(logs.text, `start refused: ${srtRefusal}`, 'the station log has the refusal, holder included');
 });
 
 void t.test('restart replaces the child; logs?lines=N; 404; concurrent calls make one child', async (t) => {
