@@ -74,9 +74,10 @@ if ! (cd "$stage" && npm prune --omit=dev --no-audit --no-fund --loglevel=error 
   rm -rf "$stage/node_modules"
   (cd "$stage" && npm ci --omit=dev --ignore-scripts --no-audit --no-fund --loglevel=error >/dev/null)
 fi
-# ProtectHome=yes hides /home and /root: a node found there (nvm) is copied into the tree.
+# ProtectHome=yes hides /home and /root, PrivateTmp=yes /tmp and /var/tmp: a node found there
+# (nvm; a checkout's test/node-versions/) is copied into the tree.
 case "$NODE" in
-  /home/*|/root/*)
+  /home/*|/root/*|/run/user/*|/tmp/*|/var/tmp/*)
     mkdir -p "$stage/bin"
     cp -a "$NODE" "$stage/bin/node"
     NODE="$PREFIX/bin/node"

@@ -40,8 +40,15 @@ const PTP_UNIT = 'ptp4l@lo.service';
 const REST = 'http://127.0.0.1:8080'; // the shipped config.toml, as install-service.sh writes it
 const SRT_PORT = 9000;
 const RTP_PORT = 5004;
-/** The environment of every command run in the container: nothing of the test runner's. */
-const CLEAN_ENV = { PATH: '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin', LANG: 'C.UTF-8', HOME: '/root' };
+const SYSTEM_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
+/** The folder of the node running this test (scripts/test.sh runs the suite under Node 20 and 26). */
+const NODE_DIR = path.dirname(process.execPath);
+/**
+ * The environment of every command run in the container: nothing of the test runner's but the
+ * folder of its node first on PATH, so install-service.sh puts that node in ExecStart and the
+ * service runs, under the unit's system call filter, on the Node version under test.
+ */
+const CLEAN_ENV = { PATH: SYSTEM_PATH.split(':').includes(NODE_DIR) ? SYSTEM_PATH : `${NODE_DIR}:${SYSTEM_PATH}`, LANG: 'C.UTF-8', HOME: '/root' };
 /**
  * Units that would stall a boot of this host's tree: the first-boot wizard, network waits. The
  * container boots to basic.target, so nothing else this host enables (a fresh /etc enables every
@@ -341,6 +348,7 @@ void t.test('the shipped unit under a real systemd (systemd-nspawn --boot)', { s
     const installed = (await container.inside(['cat', `/etc/systemd/system/${UNIT}`])).stdout;
     const node = /^ExecStart=(\S+) /m.exec(installed)?.[1] ?? '';
     t.equal(installed, shipped.replace('ExecStart=/usr/bin/node ', `ExecStart=${node} `), `the installed unit is the shipped one (ExecStart names ${node})`);
+    t.equal((await container.inside([node, '--version'])).stdout.trim(), process.version, `the service runs the Node under test (${process.version})`);
 
     const p = await show(container, ['Type', 'ActiveState', 'SubState', 'StatusText', 'MainPID', 'ExecMainStartTimestamp', 'ActiveEnterTimestamp', 'UnitFileState']);
     t.equal(p.Type, 'notify');
