@@ -304,7 +304,8 @@ export class HostCapacity {
     // A child started since the last sample used all of its CPU time in this interval.
     const sameChild = prev !== undefined && prev.pid === pid && prev.cpuS !== undefined;
     const usedS = sameChild ? Math.max(0, cpuS - (prev.cpuS ?? 0)) : cpuS;
-    if (!sameChild || prev.stats !== stats || prev.packets === undefined || packets === undefined || prev.packetsAt === undefined || packetsAt === undefined) {
+    if (!sameChild || prev.stats !== stats || prev.packets === undefined || packets === undefined || prev.packetsAt === undefined || packetsAt === undefined ||
+      prev.packetsClock !== packetsClock) {
       lease.window = [];
       lease.fresh = 0;
       return usedS;

@@ -1,8 +1,9 @@
 /**
  * What the operator's page shows of each pipeline and station, built from the registry's views
  * and the children's statistics: one `Tile` per supervised thing, refreshed at the meters' rate.
- * Keeps, per child, when each kind of statistics last arrived (the events carry no time of
- * their own), the output packet rate and a 10-minute history of the short-term loudness.
+ * Keeps, per pipeline, when each kind of statistics last arrived and a 10-minute history of the
+ * short-term loudness. The output packet rate is the child's own (PipelineStats.outputPacketRate:
+ * its counts over its running time), not a rate over the times the engine received them.
  */
 import type { LevelEvent, LoudnessEvent, PipelineStatsEvent } from '../stats/parse-line.js';
 import type { PipelineStats } from '../stats/pipeline-stats.js';
@@ -72,14 +73,12 @@ interface Seen<T> {
   at: number | undefined;
 }
 
-/** Arrival times and derived rates of one child's statistics (PipelineStats is new per child). */
+/** Arrival times of one pipeline's statistics (one PipelineStats per pipeline, over its children). */
 class ChildClock {
   readonly level: Seen<LevelEvent> = { event: undefined, at: undefined };
   readonly loudness: Seen<LoudnessEvent> = { event: undefined, at: undefined };
   readonly transport: Seen<PipelineStatsEvent> = { event: undefined, at: undefined };
   firstLoudnessAt: number | undefined;
-  packetsPerS: number | null = null;
-  private lastPackets: { packets: number; at: number } | undefined;
 
   observe(stats: PipelineStats, now: number): void {
     if (stats.level !== this.level.event) {
@@ -95,14 +94,6 @@ class ChildClock {
     if (stats.transport !== this.transport.event) {
       this.transport.event = stats.transport;
       this.transport.at = stats.lastProgressAt ?? now;
-      const packets = stats.transport?.output?.packets;
-      const at = this.transport.at;
-      if (packets !== undefined) {
-        if (this.lastPackets !== undefined && at > this.lastPackets.at && packets >= this.lastPackets.packets) {
-          this.packetsPerS = ((packets - this.lastPackets.packets) * 1000) / (at - this.lastPackets.at);
-        }
-        this.lastPackets = { packets, at };
-      }
     }
   }
 }
@@ -163,6 +154,7 @@ export class LiveFeed {
     const clock = this.clock(source.stats);
     clock.observe(source.stats, now);
     const ages = [clock.level.at, clock.loudness.at, clock.transport.at].filter((at): at is number => at !== undefined);
+    const packetsPerS = source.stats.outputPacketRate();
     return {
       kind: source.kind,
       id: source.id,
@@ -180,7 +172,7 @@ export class LiveFeed {
         : {
             srt: clock.transport.event.srt ?? null,
             buffer_fill: clock.transport.event.buffer?.fill ?? null,
-            output_packets_per_s: clock.packetsPerS === null ? null : Math.round(clock.packetsPerS),
+            output_packets_per_s: packetsPerS === undefined ? null : Math.round(packetsPerS),
             age_ms: now - clock.transport.at,
           },
       stats_age_ms: ages.length === 0 ? null : now - Math.max(...ages),

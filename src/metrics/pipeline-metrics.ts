@@ -1,10 +1,14 @@
 /**
  * Per-pipeline audio and transport metrics, read at scrape time from each pipeline's statistics
- * (level, loudnorm and pipelinestats messages of its children). Every series of a pipeline exists
- * from its creation to its deletion: before its child's first report, and while it has no child,
- * levels and loudness read the "no signal" floor (-120), connection, rates and fill 0 (see
- * stats/pipeline-stats.ts). Counters are the engine's, summed over the pipeline's children, so
- * they never go down when a child restarts. A deleted pipeline's series vanish at the next scrape.
+ * (level, loudnorm, pipelinestats and clockbridge messages of its children). Every series of a
+ * pipeline exists from its creation to its deletion, whatever its child does: no series depends on
+ * a report being there. Where there is no report of a running child (before its first, between
+ * children, from the moment one ends), a value reads what docs/api.md says for it: levels and
+ * loudness the "no signal" floor (-120), connection and SRT rates 0, the clock bridge's values
+ * (buffer fill, jitter buffer, drift, latency) NaN, Prometheus' "unknown". While a child runs its
+ * last report stands until the next one (a late or missing message changes nothing). Counters are
+ * the engine's, summed over the pipeline's children, so they never go down when a child restarts.
+ * A deleted pipeline's series vanish at the next scrape.
  */
 import { Counter, Gauge, type Registry } from 'prom-client';
 import type { SupervisedSource } from './registry.js';
@@ -67,6 +71,7 @@ export function registerPipelineMetrics(registry: Registry, pipelines: Supervise
   gauge('audio_engine_pipeline_gain_db', 'Gain the loudness step applies now, dB.', ['pipeline_id', 'step'],
     (id, s) => s.loudnessSteps().map(([step, e]) => [{ pipeline_id: id, step }, e.gain]));
 
+  // SRT series exist for every pipeline with an SRT input (the layout, from its argv), reported or not.
   const srt = (pick: (x: NonNullable<ReturnType<PipelineStats['srtNow']>>) => number) =>
     (id: string, s: PipelineStats): Reading => {
       const now = s.srtNow();
@@ -83,22 +88,22 @@ export function registerPipelineMetrics(registry: Registry, pipelines: Supervise
   counter('audio_engine_pipeline_srt_packets_dropped_total', 'SRT packets dropped (too late) since the pipeline was loaded.', ['pipeline_id'], srtCount((c) => c.srtPacketsDropped));
   counter('audio_engine_pipeline_srt_received_bytes_total', 'SRT payload bytes received since the pipeline was loaded.', ['pipeline_id'], srtCount((c) => c.srtBytesReceived));
 
-  // The clock bridge (docs/clock.md): drift tracking, jitter buffer and latency; 0 without a
-  // report of a running child, like the other current values.
+  // The clock bridge (docs/clock.md): drift tracking, jitter buffer and latency; NaN (unknown)
+  // without a report of a running child, the current child's last report otherwise.
   const bridge = (pick: (c: NonNullable<PipelineStats['clock']>) => number) =>
-    (id: string, s: PipelineStats): Reading => [[{ pipeline_id: id }, s.clock === undefined ? 0 : pick(s.clock)]];
-  gauge('audio_engine_pipeline_buffer_fill_ratio', 'Fill of the jitter buffer (clock bridge FIFO) against the fill it keeps (setpoint): 1 = steady, 0 = empty or no child.', ['pipeline_id'],
-    (id, s) => [[{ pipeline_id: id }, s.bufferFill()]]);
-  gauge('audio_engine_pipeline_input_clock_drift_ppm', 'Sender clock against the output clock as the clock bridge measures it, ppm (positive: sender fast).', ['pipeline_id'],
+    (id: string, s: PipelineStats): Reading => [[{ pipeline_id: id }, s.clock === undefined ? Number.NaN : pick(s.clock)]];
+  gauge('audio_engine_pipeline_buffer_fill_ratio', 'Fill of the jitter buffer (clock bridge FIFO) against the fill it keeps (setpoint): 1 = steady, 0 = empty; NaN without a report of a running child.', ['pipeline_id'],
+    (id, s) => [[{ pipeline_id: id }, s.bufferFill() ?? Number.NaN]]);
+  gauge('audio_engine_pipeline_input_clock_drift_ppm', 'Sender clock against the output clock as the clock bridge measures it, ppm (positive: sender fast); NaN without a report of a running child.', ['pipeline_id'],
     bridge((c) => c.driftPpm));
-  gauge('audio_engine_pipeline_jitter_buffer_seconds', 'Fill of the jitter buffer (clock bridge FIFO, time average), seconds; held at engine.jitter_ms + the input\'s packet saw-tooth depth.', ['pipeline_id'],
+  gauge('audio_engine_pipeline_jitter_buffer_seconds', 'Fill of the jitter buffer (clock bridge FIFO, time average), seconds; held at engine.jitter_ms + the input\'s packet saw-tooth depth; NaN without a report of a running child.', ['pipeline_id'],
     bridge((c) => c.fillSeconds));
   counter('audio_engine_pipeline_jitter_buffer_underruns_total', 'Times the jitter buffer ran empty (silence sent), once per episode, since the pipeline was loaded (all children).', ['pipeline_id'],
     (id, s) => [[{ pipeline_id: id }, s.counts().bridgeUnderruns]]);
   counter('audio_engine_pipeline_jitter_buffer_overruns_total', 'Times the jitter buffer overflowed (input dropped) since the pipeline was loaded (all children).', ['pipeline_id'],
     (id, s) => [[{ pipeline_id: id }, s.counts().bridgeOverruns]]);
-  gauge('audio_engine_pipeline_latency_seconds', 'Sender-to-RTP latency estimate: SRT latency plus the clock bridge latency, seconds (0 without a report).', ['pipeline_id'],
-    (id, s, record) => [[{ pipeline_id: id }, s.clockReport(record.spec?.input.latency ?? 0)?.latency_seconds ?? 0]]);
+  gauge('audio_engine_pipeline_latency_seconds', 'Sender-to-RTP latency estimate: SRT latency plus the clock bridge latency, seconds; NaN without a report of a running child.', ['pipeline_id'],
+    (id, s, record) => [[{ pipeline_id: id }, s.clockReport(record.spec?.input.latency ?? 0)?.latency_seconds ?? Number.NaN]]);
   counter('audio_engine_pipeline_output_packets_total', 'RTP packets sent since the pipeline was loaded (all children).', ['pipeline_id'],
     (id, s) => [[{ pipeline_id: id }, s.counts().outputPackets]]);
   counter('audio_engine_pipeline_output_bytes_total', 'RTP bytes sent since the pipeline was loaded (all children).', ['pipeline_id'],

@@ -17,7 +17,7 @@ import { readProcessStats, type ProcessStats } from './process-stats.js';
  */
 export interface SupervisedSource {
   /** `spec.input.latency`: the SRT latency (ms) of the pipeline's input, part of its latency estimate. */
-  entries(): Iterable<{ record: { id: string; spec?: { input: { latency?: number } } }; supervisor: PipelineSupervisor }>;
+  entries(): Iterable<{ record: { id: string; spec?: { input: { latency?: number } } }; supervisor: Pick<PipelineSupervisor, 'pid' | 'stats' | 'snapshot'> }>;
 }
 
 const STATES: readonly ChildState[] = ['pending', 'starting', 'running', 'exited', 'backoff', 'failed', 'stopping', 'stopped'];
@@ -113,14 +113,17 @@ export function createMetrics(
 
   // Both child series read one /proc sample per scrape (they are collected together). CPU is the
   // pipeline's, summed over its children: a child's last sampled CPU time is kept when it is
-  // replaced (what it used after the last scrape before its end is not counted).
+  // replaced (what it used after the last scrape before its end is not counted). A sample is
+  // shared for 100 ms unless a pipeline was added since: every pipeline is in every scrape.
   const cpu = new Map<string, { pid: number | undefined; last: number; base: number }>();
-  let sample: { at: number; values: Promise<Map<string, { cpuSeconds: number; residentBytes: number }>> } | undefined;
+  let sample: { at: number; ids: Set<string>; values: Promise<Map<string, { cpuSeconds: number; residentBytes: number }>> } | undefined;
   const sampleChildren = (): Promise<Map<string, { cpuSeconds: number; residentBytes: number }>> => {
     const now = Date.now();
-    if (sample === undefined || now - sample.at > 100) {
+    const ids = [...pipelines.entries()].map((p) => p.record.id);
+    if (sample === undefined || now - sample.at > 100 || ids.some((id) => !sample?.ids.has(id))) {
       sample = {
         at: now,
+        ids: new Set(ids),
         values: Promise.all(
           [...pipelines.entries()].map(async ({ record, supervisor }) => {
             const pid = supervisor.pid;
@@ -154,8 +157,11 @@ export function createMetrics(
     labelNames: ['pipeline_id'],
     registers: [registry],
     async collect() {
+      // Read first, then reset and fill in one go: a scrape running at the same time (they
+      // share the sample) must not see this one's reset, nor add its values to this one's.
+      const values = await sampleChildren();
       this.reset();
-      for (const [id, stats] of await sampleChildren()) this.inc({ pipeline_id: id }, stats.cpuSeconds);
+      for (const [id, stats] of values) this.inc({ pipeline_id: id }, stats.cpuSeconds);
     },
   });
   new Gauge({
@@ -164,8 +170,9 @@ export function createMetrics(
     labelNames: ['pipeline_id'],
     registers: [registry],
     async collect() {
+      const values = await sampleChildren();
       this.reset();
-      for (const [id, stats] of await sampleChildren()) this.set({ pipeline_id: id }, stats.residentBytes);
+      for (const [id, stats] of values) this.set({ pipeline_id: id }, stats.residentBytes);
     },
   });
 

@@ -32,6 +32,8 @@ export interface LoudnessEvent {
 export interface PipelineStatsEvent {
   kind: 'pipelinestats';
   element: string;
+  /** The child's pipeline running time when the message was made, ns (absent while it has no clock). */
+  runningTimeNs?: number;
   srt?: {
     connected: boolean;
     rttMs: number;
@@ -68,6 +70,8 @@ export type SrtAccessEvent =
 export interface ClockBridgeEvent {
   kind: 'clockbridge';
   element: string;
+  /** Running time of the end of the last output chunk, ns of the output clock (the child's own time). */
+  runningTimeNs?: number;
   /** Sender clock against the pipeline clock, ppm (positive: the sender is fast). */
   driftPpm: number;
   /** FIFO fill (its time average while playing), the reserve below the input's packet saw-tooth (engine.jitter_ms), and the average fill the bridge keeps (target + saw-tooth depth), seconds. */
@@ -176,9 +180,11 @@ export function parseLine(line: string): StatsEvent | undefined {
         setpointSeconds: num(structure, 'setpoint') ?? values.targetSeconds,
         inputActive,
         inputFrames: num(structure, 'input-frames') ?? (inputActive ? 1 : 0),
+      const runningTime = num(structure, 'running-time');
       };
     }
     case 'pipelinestats': {
+        ...(runningTime === undefined ? {} : { runningTimeNs: runningTime }),
       const event: PipelineStatsEvent = { kind: 'pipelinestats', element };
       const connected = structure.fields.get('srt-connected');
       if (typeof connected === 'boolean') {
@@ -189,6 +195,8 @@ export function parseLine(line: string): StatsEvent | undefined {
           packetsLost: num(structure, 'srt-packets-lost') ?? 0,
           packetsRetransmitted: num(structure, 'srt-packets-retransmitted') ?? 0,
           packetsDropped: num(structure, 'srt-packets-dropped') ?? 0,
+      const runningTime = num(structure, 'running-time');
+      if (runningTime !== undefined) event.runningTimeNs = runningTime;
           bytesReceived: num(structure, 'srt-bytes-received') ?? 0,
           receiveRateMbps: num(structure, 'srt-receive-rate-mbps') ?? 0,
           bandwidthMbps: num(structure, 'srt-bandwidth-mbps') ?? 0,

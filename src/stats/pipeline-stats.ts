@@ -20,6 +20,14 @@ export const SILENCE_REPORT_MS = 5000;
 export const NO_SIGNAL_DB = -120;
 /** Channels of the decoded input: the processing format is always stereo (compiler CAPS). */
 export const INPUT_CHANNELS = 2;
+/**
+ * Input counts as arriving until the clock bridge has received no input frame for this long of
+ * the child's own running time (two reports at the default 1 s interval): a loaded host's input
+ * thread that misses one report does not make a pipeline flip to `waiting`.
+ */
+export const INPUT_HOLD_MS = 2000;
+/** The output packet rate is taken over at least this much of the child's running time (once it has run that long). */
+export const OUTPUT_RATE_WINDOW_MS = 5000;
 
 export type InputState = 'waiting' | 'receiving' | 'silent';
 
@@ -110,6 +118,16 @@ export class PipelineStats {
   private readonly base = zeroCounts();
   /** The current child's last reported counts (per connection for SRT). */
   private current = zeroCounts();
+  /** The current child's last clock bridge report: its running time (ns) and input frames. */
+  private bridgeAt: { timeNs: number; frames: number } | undefined;
+  /** The child's running time (ns) of the last bridge report whose input had advanced. */
+  private inputSeenNs: number | undefined;
+  /**
+   * The current child's output packet counts at its own running time (pipelinestats), oldest
+   * first: the newest report at least OUTPUT_RATE_WINDOW_MS old and every one after it. `engine`:
+   * the reports carried no running time, the engine's receive times stand in.
+   */
+  private outputHistory: { clock: 'child' | 'engine'; points: { timeNs: number; packets: number }[] } = { clock: 'child', points: [] };
   private audioPassed = false;
 
   constructor(
@@ -138,6 +156,9 @@ export class PipelineStats {
 
   /**
    * Whether the current (or just ended) child passed decoded audio: its clock bridge received
+    this.bridgeAt = undefined;
+    this.inputSeenNs = undefined;
+    this.outputHistory = { clock: 'child', points: [] };
    * some (the output sends silence from the start, so its levels and packets do not tell).
    */
   childPassedAudio(): boolean {
@@ -161,11 +182,13 @@ export class PipelineStats {
       case 'pipelinestats':
         this.transport = event;
         this.lastProgressAt = now;
+        this.trackInput(event, now);
         this.count(event);
         break;
       case 'srtaccess': // logged by the supervisor (stats/srt-callers.ts), no state here
       case 'enginecontrol': // answers the supervisor's control channel (supervisor/control-channel.ts)
         break;
+        this.trackOutput(event, now);
       default: {
         const unknown: never = event;
         throw new Error(`unknown event ${JSON.stringify(unknown)}`);
@@ -178,6 +201,48 @@ export class PipelineStats {
   private count(event: PipelineStatsEvent): void {
     const next: Partial<PipelineCounts> = {};
     if (event.srt !== undefined) {
+  /**
+   * Input advanced when the bridge's input-frames grew since its previous report (or, in its first
+   * report, is above 0), or when it says an input buffer just arrived (input-active). Times are the
+   * child's own (the message's running-time), so when the engine receives the message does not
+   * matter; an element without running-time falls back to the engine's clock.
+   */
+  private trackInput(event: ClockBridgeEvent, now: number): void {
+    const timeNs = event.runningTimeNs ?? now * 1e6;
+    const advanced = event.inputActive || event.inputFrames > (this.bridgeAt?.frames ?? 0);
+    if (advanced) this.inputSeenNs = timeNs;
+    this.bridgeAt = { timeNs, frames: event.inputFrames };
+  }
+
+  /** Keeps the output counts of the last OUTPUT_RATE_WINDOW_MS of the child's running time. */
+  private trackOutput(event: PipelineStatsEvent, now: number): void {
+    const packets = event.output?.packets;
+    if (packets === undefined || !Number.isFinite(packets)) return;
+    const clock = event.runningTimeNs === undefined ? 'engine' : 'child';
+    const timeNs = event.runningTimeNs ?? now * 1e6;
+    let history = this.outputHistory;
+    const last = history.points.at(-1);
+    // another time base, time or count going back: what was kept is no measure of this child now
+    if (history.clock !== clock || (last !== undefined && (timeNs <= last.timeNs || packets < last.packets))) {
+      history = this.outputHistory = { clock, points: [] };
+    }
+    history.points.push({ timeNs, packets });
+    const from = timeNs - OUTPUT_RATE_WINDOW_MS * 1e6;
+    while (history.points.length > 2 && (history.points[1]?.timeNs ?? Infinity) <= from) history.points.shift();
+  }
+
+  /**
+   * RTP packets the current child sent per second of its own running time, over the last
+   * OUTPUT_RATE_WINDOW_MS (less while it is younger); undefined before two reports of it.
+   */
+  outputPacketRate(): number | undefined {
+    const points = this.outputHistory.points;
+    const first = points[0];
+    const last = points.at(-1);
+    if (first === undefined || last === undefined || last.timeNs <= first.timeNs) return undefined;
+    return ((last.packets - first.packets) * 1e9) / (last.timeNs - first.timeNs);
+  }
+
       next.srtPacketsReceived = event.srt.packetsReceived;
       next.srtPacketsLost = event.srt.packetsLost;
       next.srtPacketsRetransmitted = event.srt.packetsRetransmitted;
@@ -225,21 +290,27 @@ export class PipelineStats {
     });
   }
 
-  /** SRT connection values of the current child; not connected, 0 RTT and rate without one. */
+  /**
+   * SRT connection values of the current child; not connected, 0 RTT and rate without one.
+   * Undefined exactly when the graph has no SRT input (the layout decides, not the reports, so
+   * the SRT series of a pipeline never come and go).
+   */
   srtNow(): { connected: boolean; rttMs: number; receiveRateMbps: number } | undefined {
     const srt = this.transport?.srt;
-    if (srt === undefined) return this.layout.srtInput ? { connected: false, rttMs: 0, receiveRateMbps: 0 } : undefined;
+    if (srt === undefined) return { connected: false, rttMs: 0, receiveRateMbps: 0 };
     return { connected: srt.connected, rttMs: srt.connected ? srt.rttMs : 0, receiveRateMbps: srt.connected ? srt.receiveRateMbps : 0 };
   }
 
   /**
-   * Fill of the buffer before processing, 0 to 1; 0 without a current report: the clock bridge's
-   * FIFO against the fill it keeps (its setpoint); pipelinestats' queue reading where a graph has
-   * a queue instead (none of the compiler's graphs has since stations went onto the bridge).
+    if (!this.layout.srtInput) return undefined;
+   * Fill of the buffer before processing, 0 to 1; undefined (unknown) without a current report:
+   * the clock bridge's FIFO against the fill it keeps (its setpoint); pipelinestats' queue reading
+   * where a graph has a queue instead (none of the compiler's graphs has since stations went onto
+   * the bridge).
    */
-  bufferFill(): number {
+  bufferFill(): number | undefined {
     if (this.clock !== undefined) return this.clock.setpointSeconds > 0 ? this.clock.fillSeconds / this.clock.setpointSeconds : 0;
-    return this.transport?.buffer?.fill ?? 0;
+    return this.transport?.buffer?.fill;
   }
 
   /** Audio is flowing and above the silence threshold on some channel. */
@@ -261,14 +332,15 @@ export class PipelineStats {
   /**
    * `waiting`: no input reaches the clock bridge (no caller, or a caller that sends nothing
    * decodable) — the output carries silence meanwhile; `silent`: input arrives but has been
-   * below the silence threshold for 5 s; `receiving` otherwise. Before the bridge's first report
-   * the SRT connection decides.
+   * below the silence threshold for 5 s; `receiving` otherwise. Input arrives from the first
+   * bridge report that saw input frames until INPUT_HOLD_MS of the child's running time have
+   * passed without one, and, for an SRT input, only while a caller is connected (a caller leaving
+   * is `waiting` at once). Before the bridge's first report the SRT connection decides.
    */
   report(now: number): InputReport {
     const connected = this.transport?.srt?.connected ?? false;
     const silence = this.silenceSeconds(now);
-    const arriving = this.clock?.inputActive ?? connected;
-    const state: InputState = !arriving ? 'waiting' : silence * 1000 >= SILENCE_REPORT_MS ? 'silent' : 'receiving';
+    const state: InputState = !this.inputArriving(connected) ? 'waiting' : silence * 1000 >= SILENCE_REPORT_MS ? 'silent' : 'receiving';
     return { input_state: state, silence_seconds: Math.round(silence * 10) / 10, srt_connected: connected };
   }
 
@@ -278,6 +350,13 @@ export class PipelineStats {
     if (c === undefined) return undefined;
     return {
       drift_ppm: Math.round(c.driftPpm * 100) / 100,
+  private inputArriving(connected: boolean): boolean {
+    // the SRT caller left (the child's report says so): nothing more can arrive
+    if (this.layout.srtInput && this.transport?.srt?.connected === false) return false;
+    if (this.bridgeAt === undefined) return connected;
+    return this.inputSeenNs !== undefined && this.bridgeAt.timeNs - this.inputSeenNs < INPUT_HOLD_MS * 1e6;
+  }
+
       jitter_buffer_seconds: Math.round(c.fillSeconds * 1e5) / 1e5,
       jitter_target_seconds: Math.round(c.targetSeconds * 1e5) / 1e5,
       jitter_setpoint_seconds: Math.round(c.setpointSeconds * 1e5) / 1e5,
