@@ -27,8 +27,11 @@ import type { HostTimes } from './proc-stat.js';
 export interface MeasuredChild {
   readonly pid: number | undefined;
   readonly stats: {
-    transport?: { srt?: { connected: boolean }; output?: { packets: number } } | undefined;
-    /** When the child's last statistics message arrived (ms, the engine's clock): the time of `output.packets`. */
+    /** `runningTimeNs`: the child's own running time of `output.packets` (its pipelinestats message). */
+    transport?: { srt?: { connected: boolean }; output?: { packets: number }; runningTimeNs?: number } | undefined;
+    /** The clock bridge's last report: silence it inserted while the input was late (cumulative over the child), s. */
+    clock?: { insertedSilenceSeconds: number } | undefined;
+    /** When the child's last statistics message arrived (ms, the engine's clock): the time of `output.packets` without `runningTimeNs`. */
     lastProgressAt?: number | undefined;
   };
 }
@@ -60,6 +63,8 @@ interface Interval {
   packets: number;
   packetsDtS: number;
   receiving: boolean;
+  /** Silence the output carried while its input had audio (late), s: not real time, whatever the packets say. */
+  silenceS: number;
 }
 
 interface Lease {
@@ -67,7 +72,7 @@ interface Lease {
   shape: string;
   processing: readonly ProcessingStep[];
   child: MeasuredChild | undefined;
-  prev: { at: number; pid: number | undefined; cpuS: number | undefined; stats: object | undefined; packets: number | undefined; packetsAt: number | undefined } | undefined;
+  prev: { at: number; pid: number | undefined; cpuS: number | undefined; stats: object | undefined; packets: number | undefined; packetsAt: number | undefined; packetsClock: 'child' | 'engine'; silenceS: number } | undefined;
   window: Interval[];
   /** Intervals since the shape last learned from this pipeline. */
   fresh: number;
@@ -217,7 +222,10 @@ export class HostCapacity {
     const dtS = receiving.reduce((a, x) => a + x.packetsDtS, 0);
     if (dtS < 2 || lease.window.at(-1)?.receiving !== true) return { realtime_ratio: null, behind: false };
     const ratio = realTimeRatio(receiving.reduce((a, x) => a + x.packets, 0), dtS) ?? 0;
-    return { realtime_ratio: Math.round(ratio * 1000) / 1000, behind: ratio < BEHIND_RATIO };
+    // Real time is judged by the audio: every packet on time is not enough when some of them
+    // carried silence the input had audio for.
+    const silent = receiving.some((x) => x.silenceS > 0);
+    return { realtime_ratio: Math.round(ratio * 1000) / 1000, behind: ratio < BEHIND_RATIO || silent };
   }
 
   /** The cost the engine counts for one admitted pipeline now. */
@@ -297,9 +305,15 @@ export class HostCapacity {
     const pid = child?.pid;
     const stats = child?.stats;
     const packets = stats?.transport?.output?.packets;
-    const packetsAt = stats?.lastProgressAt;
+    // The time of the counts: the child's own running time when its message carries one, so
+    // statistics the engine receives late or in bursts do not make a real-time child look
+    // behind (or ahead); else when the engine received them.
+    const childNs = stats?.transport?.runningTimeNs;
+    const packetsAt = childNs !== undefined ? childNs / 1e6 : stats?.lastProgressAt;
+    const packetsClock = childNs !== undefined ? 'child' : 'engine';
+    const silenceS = stats?.clock?.insertedSilenceSeconds ?? 0;
     const prev = lease.prev;
-    lease.prev = { at, pid, cpuS, stats, packets, packetsAt };
+    lease.prev = { at, pid, cpuS, stats, packets, packetsAt, packetsClock, silenceS };
     if (pid === undefined || cpuS === undefined) return 0;
     // A child started since the last sample used all of its CPU time in this interval.
     const sameChild = prev !== undefined && prev.pid === pid && prev.cpuS !== undefined;
@@ -316,6 +330,7 @@ export class HostCapacity {
       packets: Math.max(0, packets - prev.packets),
       packetsDtS: Math.max(0, packetsAt - prev.packetsAt) / 1000,
       receiving: stats?.transport?.srt?.connected === true,
+      silenceS: Math.max(0, silenceS - prev.silenceS),
     });
     if (lease.window.length > this.options.windowTicks) lease.window.shift();
     lease.fresh += 1;
@@ -330,7 +345,7 @@ export class HostCapacity {
     const dtS = lease.window.reduce((a, x) => a + x.dtS, 0);
     const packetsDtS = lease.window.reduce((a, x) => a + x.packetsDtS, 0);
     const ratio = realTimeRatio(lease.window.reduce((a, x) => a + x.packets, 0), packetsDtS) ?? 0;
-    if (ratio < BEHIND_RATIO) return;
+    if (ratio < BEHIND_RATIO || lease.window.some((x) => x.silenceS > 0)) return;
     this.book.learn(lease.shape, (100 * lease.window.reduce((a, x) => a + x.cpuS, 0)) / dtS);
     lease.fresh = 0;
   }

@@ -100,6 +100,8 @@ export function registerPipelineMetrics(registry: Registry, pipelines: Supervise
     bridge((c) => c.fillSeconds));
   counter('audio_engine_pipeline_jitter_buffer_underruns_total', 'Times the jitter buffer ran empty (silence sent), once per episode, since the pipeline was loaded (all children).', ['pipeline_id'],
     (id, s) => [[{ pipeline_id: id }, s.counts().bridgeUnderruns]]);
+  counter('audio_engine_pipeline_inserted_silence_seconds_total', 'Silence the output carried while the input had audio that came late (an underrun the input came back from within 1 s), seconds since the pipeline was loaded (all children): dead air the engine caused, not the sender.', ['pipeline_id'],
+    (id, s) => [[{ pipeline_id: id }, s.counts().bridgeInsertedSilence]]);
   counter('audio_engine_pipeline_jitter_buffer_overruns_total', 'Times the jitter buffer overflowed (input dropped) since the pipeline was loaded (all children).', ['pipeline_id'],
     (id, s) => [[{ pipeline_id: id }, s.counts().bridgeOverruns]]);
   gauge('audio_engine_pipeline_latency_seconds', 'Sender-to-RTP latency estimate: SRT latency plus the clock bridge latency, seconds; NaN without a report of a running child.', ['pipeline_id'],

@@ -85,6 +85,13 @@ export interface ClockBridgeEvent {
   inputActive: boolean;
   /** Decoded input frames the bridge received since the child started (0: no audio yet). */
   inputFrames: number;
+  /**
+   * Silence the output carried between underruns and the input's return within 1 s (audio that
+   * came late, not an input that stopped), seconds since the child started; and the last such
+   * hole's. 0 from an element that does not report them.
+   */
+  insertedSilenceSeconds: number;
+  lastUnderrunSeconds: number;
   /** The bridge's contribution to the latency (its FIFO) and the steps' after it (a look-ahead), seconds. */
   latencySeconds: number;
   /** Resampling ratio (output samples per input sample). */
@@ -173,19 +180,23 @@ export function parseLine(line: string): StatsEvent | undefined {
       const inputActive = structure.fields.get('input-active');
       if (values === undefined || typeof inputActive !== 'boolean') return undefined;
       // setpoint came with the element's first release; without it the target is the setpoint
+      const runningTime = num(structure, 'running-time');
       return {
         kind: 'clockbridge',
         element,
+        ...(runningTime === undefined ? {} : { runningTimeNs: runningTime }),
         ...values,
         setpointSeconds: num(structure, 'setpoint') ?? values.targetSeconds,
         inputActive,
         inputFrames: num(structure, 'input-frames') ?? (inputActive ? 1 : 0),
-      const runningTime = num(structure, 'running-time');
+        insertedSilenceSeconds: num(structure, 'inserted-silence') ?? 0,
+        lastUnderrunSeconds: num(structure, 'last-underrun') ?? 0,
       };
     }
     case 'pipelinestats': {
-        ...(runningTime === undefined ? {} : { runningTimeNs: runningTime }),
       const event: PipelineStatsEvent = { kind: 'pipelinestats', element };
+      const runningTime = num(structure, 'running-time');
+      if (runningTime !== undefined) event.runningTimeNs = runningTime;
       const connected = structure.fields.get('srt-connected');
       if (typeof connected === 'boolean') {
         event.srt = {
@@ -195,8 +206,6 @@ export function parseLine(line: string): StatsEvent | undefined {
           packetsLost: num(structure, 'srt-packets-lost') ?? 0,
           packetsRetransmitted: num(structure, 'srt-packets-retransmitted') ?? 0,
           packetsDropped: num(structure, 'srt-packets-dropped') ?? 0,
-      const runningTime = num(structure, 'running-time');
-      if (runningTime !== undefined) event.runningTimeNs = runningTime;
           bytesReceived: num(structure, 'srt-bytes-received') ?? 0,
           receiveRateMbps: num(structure, 'srt-receive-rate-mbps') ?? 0,
           bandwidthMbps: num(structure, 'srt-bandwidth-mbps') ?? 0,

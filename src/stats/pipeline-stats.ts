@@ -57,16 +57,18 @@ export interface PipelineCounts {
   /** Jitter buffer underruns and overruns of the clock bridge. */
   bridgeUnderruns: number;
   bridgeOverruns: number;
+  /** Silence the clock bridge inserted while the input was late (came back within 1 s), seconds. */
+  bridgeInsertedSilence: number;
 }
 
 type CountName = keyof PipelineCounts;
 const COUNT_NAMES: readonly CountName[] = [
   'srtPacketsReceived', 'srtPacketsLost', 'srtPacketsRetransmitted', 'srtPacketsDropped', 'srtBytesReceived', 'outputPackets', 'outputBytes',
-  'bridgeUnderruns', 'bridgeOverruns',
+  'bridgeUnderruns', 'bridgeOverruns', 'bridgeInsertedSilence',
 ];
 const zeroCounts = (): PipelineCounts => ({
   srtPacketsReceived: 0, srtPacketsLost: 0, srtPacketsRetransmitted: 0, srtPacketsDropped: 0, srtBytesReceived: 0, outputPackets: 0, outputBytes: 0,
-  bridgeUnderruns: 0, bridgeOverruns: 0,
+  bridgeUnderruns: 0, bridgeOverruns: 0, bridgeInsertedSilence: 0,
 });
 
 /** The current values of one loudness step (LoudnessEvent without kind and element). */
@@ -97,6 +99,8 @@ export interface ClockReport {
   jitter_setpoint_seconds: number;
   underruns: number;
   overruns: number;
+  /** Silence the output carried while the input was late (an underrun it came back from within 1 s), seconds, all children. */
+  inserted_silence_seconds: number;
   /** Sender-to-RTP estimate: input (SRT) latency + the bridge's latency (docs/clock.md). */
   latency_seconds: number;
 }
@@ -114,10 +118,6 @@ export class PipelineStats {
   /** When statistics last arrived from the current child (the watchdog's measure of progress). */
   lastProgressAt: number | undefined;
   private silentSince: number | undefined;
-  /** Counts of children that ended and of earlier SRT connections of this child. */
-  private readonly base = zeroCounts();
-  /** The current child's last reported counts (per connection for SRT). */
-  private current = zeroCounts();
   /** The current child's last clock bridge report: its running time (ns) and input frames. */
   private bridgeAt: { timeNs: number; frames: number } | undefined;
   /** The child's running time (ns) of the last bridge report whose input had advanced. */
@@ -128,6 +128,10 @@ export class PipelineStats {
    * the reports carried no running time, the engine's receive times stand in.
    */
   private outputHistory: { clock: 'child' | 'engine'; points: { timeNs: number; packets: number }[] } = { clock: 'child', points: [] };
+  /** Counts of children that ended and of earlier SRT connections of this child. */
+  private readonly base = zeroCounts();
+  /** The current child's last reported counts (per connection for SRT). */
+  private current = zeroCounts();
   private audioPassed = false;
 
   constructor(
@@ -152,13 +156,13 @@ export class PipelineStats {
     this.transport = undefined;
     this.clock = undefined;
     this.lastProgressAt = undefined;
+    this.bridgeAt = undefined;
+    this.inputSeenNs = undefined;
+    this.outputHistory = { clock: 'child', points: [] };
   }
 
   /**
    * Whether the current (or just ended) child passed decoded audio: its clock bridge received
-    this.bridgeAt = undefined;
-    this.inputSeenNs = undefined;
-    this.outputHistory = { clock: 'child', points: [] };
    * some (the output sends silence from the start, so its levels and packets do not tell).
    */
   childPassedAudio(): boolean {
@@ -178,17 +182,17 @@ export class PipelineStats {
         this.clock = event;
         if (event.inputFrames > 0) this.audioPassed = true;
         this.countBridge(event);
+        this.trackInput(event, now);
         break;
       case 'pipelinestats':
         this.transport = event;
         this.lastProgressAt = now;
-        this.trackInput(event, now);
         this.count(event);
+        this.trackOutput(event, now);
         break;
       case 'srtaccess': // logged by the supervisor (stats/srt-callers.ts), no state here
       case 'enginecontrol': // answers the supervisor's control channel (supervisor/control-channel.ts)
         break;
-        this.trackOutput(event, now);
       default: {
         const unknown: never = event;
         throw new Error(`unknown event ${JSON.stringify(unknown)}`);
@@ -197,10 +201,6 @@ export class PipelineStats {
     this.updateSilence(now);
   }
 
-  /** Takes a child's cumulative counts; a count that went down (a new SRT connection) starts a new run. */
-  private count(event: PipelineStatsEvent): void {
-    const next: Partial<PipelineCounts> = {};
-    if (event.srt !== undefined) {
   /**
    * Input advanced when the bridge's input-frames grew since its previous report (or, in its first
    * report, is above 0), or when it says an input buffer just arrived (input-active). Times are the
@@ -243,6 +243,10 @@ export class PipelineStats {
     return ((last.packets - first.packets) * 1e9) / (last.timeNs - first.timeNs);
   }
 
+  /** Takes a child's cumulative counts; a count that went down (a new SRT connection) starts a new run. */
+  private count(event: PipelineStatsEvent): void {
+    const next: Partial<PipelineCounts> = {};
+    if (event.srt !== undefined) {
       next.srtPacketsReceived = event.srt.packetsReceived;
       next.srtPacketsLost = event.srt.packetsLost;
       next.srtPacketsRetransmitted = event.srt.packetsRetransmitted;
@@ -265,6 +269,8 @@ export class PipelineStats {
   private countBridge(event: ClockBridgeEvent): void {
     if (Number.isFinite(event.underruns) && event.underruns >= this.current.bridgeUnderruns) this.current.bridgeUnderruns = event.underruns;
     if (Number.isFinite(event.overruns) && event.overruns >= this.current.bridgeOverruns) this.current.bridgeOverruns = event.overruns;
+    const inserted = event.insertedSilenceSeconds;
+    if (Number.isFinite(inserted) && inserted >= this.current.bridgeInsertedSilence) this.current.bridgeInsertedSilence = inserted;
   }
 
   /** Every count summed over the pipeline's life. */
@@ -296,13 +302,13 @@ export class PipelineStats {
    * the SRT series of a pipeline never come and go).
    */
   srtNow(): { connected: boolean; rttMs: number; receiveRateMbps: number } | undefined {
+    if (!this.layout.srtInput) return undefined;
     const srt = this.transport?.srt;
     if (srt === undefined) return { connected: false, rttMs: 0, receiveRateMbps: 0 };
     return { connected: srt.connected, rttMs: srt.connected ? srt.rttMs : 0, receiveRateMbps: srt.connected ? srt.receiveRateMbps : 0 };
   }
 
   /**
-    if (!this.layout.srtInput) return undefined;
    * Fill of the buffer before processing, 0 to 1; undefined (unknown) without a current report:
    * the clock bridge's FIFO against the fill it keeps (its setpoint); pipelinestats' queue reading
    * where a graph has a queue instead (none of the compiler's graphs has since stations went onto
@@ -344,12 +350,6 @@ export class PipelineStats {
     return { input_state: state, silence_seconds: Math.round(silence * 10) / 10, srt_connected: connected };
   }
 
-  /** The clock bridge's state; undefined before its first report. `inputLatencyMs`: SRT latency (0 for other inputs). */
-  clockReport(inputLatencyMs: number): ClockReport | undefined {
-    const c = this.clock;
-    if (c === undefined) return undefined;
-    return {
-      drift_ppm: Math.round(c.driftPpm * 100) / 100,
   private inputArriving(connected: boolean): boolean {
     // the SRT caller left (the child's report says so): nothing more can arrive
     if (this.layout.srtInput && this.transport?.srt?.connected === false) return false;
@@ -357,12 +357,19 @@ export class PipelineStats {
     return this.inputSeenNs !== undefined && this.bridgeAt.timeNs - this.inputSeenNs < INPUT_HOLD_MS * 1e6;
   }
 
+  /** The clock bridge's state; undefined before its first report. `inputLatencyMs`: SRT latency (0 for other inputs). */
+  clockReport(inputLatencyMs: number): ClockReport | undefined {
+    const c = this.clock;
+    if (c === undefined) return undefined;
+    return {
+      drift_ppm: Math.round(c.driftPpm * 100) / 100,
       jitter_buffer_seconds: Math.round(c.fillSeconds * 1e5) / 1e5,
       jitter_target_seconds: Math.round(c.targetSeconds * 1e5) / 1e5,
       jitter_setpoint_seconds: Math.round(c.setpointSeconds * 1e5) / 1e5,
       // Summed over the pipeline's children, like the metrics' counters.
       underruns: this.base.bridgeUnderruns + this.current.bridgeUnderruns,
       overruns: this.base.bridgeOverruns + this.current.bridgeOverruns,
+      inserted_silence_seconds: Math.round((this.base.bridgeInsertedSilence + this.current.bridgeInsertedSilence) * 1e4) / 1e4,
       latency_seconds: Math.round((inputLatencyMs / 1000 + c.latencySeconds) * 1e5) / 1e5,
     };
   }

@@ -8,7 +8,8 @@ import type { ChildProcess, LaunchOptions } from './child.js';
 import { backoffDelay, nextAttempt, type BackoffPolicy } from './backoff.js';
 import { ControlChannel, ControlFailure, type Assignment } from './control-channel.js';
 import { classifyExit, PREROLL_FAILED, type SupervisorKill } from './exit.js';
-import { parseLine, type SrtAccessEvent } from '../stats/parse-line.js';
+import { parseLine, type ClockBridgeEvent, type SrtAccessEvent } from '../stats/parse-line.js';
+import { describeUnderrun, underrunBetween } from '../stats/underruns.js';
 import { SrtCallerLog } from '../stats/srt-callers.js';
 import { PipelineStats } from '../stats/pipeline-stats.js';
 import { RingBuffer } from './ring-buffer.js';
@@ -95,6 +96,8 @@ export class PipelineSupervisor {
   private exitCode: number | null = null;
   private exitSignal: string | null = null;
   private stateSince: number;
+  /** The current child's last clock bridge report (underruns are logged against it). */
+  private lastBridge: ClockBridgeEvent | undefined;
   private retryTimer: NodeJS.Timeout | undefined;
   private retryAt: number | null = null;
   private stopped: Promise<void> | undefined;
@@ -310,6 +313,7 @@ export class PipelineSupervisor {
     this.killedBy = undefined;
     const stats = this.stats;
     stats.childStarted();
+    this.lastBridge = undefined; // a new child counts from 0
     const child = this.deps.launch({
       command: this.deps.command,
       args: this.args,
@@ -323,6 +327,7 @@ export class PipelineSupervisor {
           const event = parseLine(line);
           if (event?.kind === 'srtaccess') this.reportCaller(event);
           if (event?.kind === 'enginecontrol' && this.child === child) this.control?.onAck(event);
+          if (event?.kind === 'clockbridge' && this.child === child) this.reportUnderruns(event);
           if (event !== undefined) stats.apply(event, this.deps.now());
           return;
         }
@@ -353,6 +358,15 @@ export class PipelineSupervisor {
     this.log.info({ event: 'spawn', pid: child.pid, restarts: this.restarts }, `${this.label}: child started`);
     this.note(`child started (pid ${String(child.pid)})`);
     void child.exited.then((exit) => this.onExit(child, exit.exitCode, exit.signal, exit.spawnError));
+  }
+
+  /** Underruns of the clock bridge since its previous report: one log line with their length and cause. */
+  private reportUnderruns(event: ClockBridgeEvent): void {
+    const report = underrunBetween(this.lastBridge, event);
+    this.lastBridge = event;
+    if (report === undefined) return;
+    this.log.warn({ event: 'underrun', ...report }, `${this.label}: ${describeUnderrun(report)}`);
+    this.note(describeUnderrun(report));
   }
 
   /** An SRT caller accepted or refused (by libsrt: wrong or missing passphrase): the log and the output ring. */

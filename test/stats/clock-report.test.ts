@@ -5,7 +5,7 @@ import { PipelineStats } from '../../src/stats/pipeline-stats.js';
 /** A bridge report; `inputFrames` is cumulative over the child, as the element counts. */
 const bridge = (inputActive: boolean, fillSeconds = 0.02, inputFrames = inputActive ? 48000 : 0): ClockBridgeEvent => ({
   kind: 'clockbridge', element: 'bridge', driftPpm: 41.237, fillSeconds, targetSeconds: 0.02, setpointSeconds: 0.031,
-  underruns: 3, overruns: 1, inputActive, inputFrames: inputActive ? 48000 : 0, latencySeconds: 0.027, ratio: 1.000041,
+  underruns: 3, overruns: 1, inputActive, inputFrames, insertedSilenceSeconds: 0.012, lastUnderrunSeconds: 0.012, latencySeconds: 0.027, ratio: 1.000041,
 });
 const level = (db: number): LevelEvent => ({ kind: 'level', element: 'level', rmsDb: [db, db], peakDb: [db, db] });
 
@@ -40,6 +40,7 @@ void t.test('the clock report: rounded bridge figures, latency = SRT latency + b
     jitter_setpoint_seconds: 0.031,
     underruns: 3,
     overruns: 1,
+    inserted_silence_seconds: 0.012,
     latency_seconds: 0.147,
   });
   t.equal(stats.clockReport(0)?.latency_seconds, 0.027, 'an input without SRT latency (Icecast stdin)');

@@ -306,6 +306,11 @@ export interface PipelineClock {
   latency_seconds: number;
   /** The average fill the bridge keeps: the target + the depth of the input's saw-tooth, seconds. */
   jitter_setpoint_seconds: number;
+  /**
+   * Silence the output carried while the input was late (an underrun it came back from within
+   * 1 s), seconds since the pipeline was loaded.
+   */
+  inserted_silence_seconds: number;
 }
 
 export interface ResetLoudnessRequest {
@@ -1628,6 +1633,7 @@ function createBasePipelineClock(): PipelineClock {
     overruns: 0,
     latency_seconds: 0,
     jitter_setpoint_seconds: 0,
+    inserted_silence_seconds: 0,
   };
 }
 
@@ -1653,6 +1659,9 @@ export const PipelineClock: MessageFns<PipelineClock> = {
     }
     if (message.jitter_setpoint_seconds !== 0) {
       writer.uint32(57).double(message.jitter_setpoint_seconds);
+    }
+    if (message.inserted_silence_seconds !== 0) {
+      writer.uint32(65).double(message.inserted_silence_seconds);
     }
     return writer;
   },
@@ -1726,6 +1735,14 @@ export const PipelineClock: MessageFns<PipelineClock> = {
             message.jitter_setpoint_seconds = reader.double();
             continue;
           }
+          case 8: {
+            if (tag !== 65) {
+              break;
+            }
+
+            message.inserted_silence_seconds = reader.double();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1750,6 +1767,7 @@ export const PipelineClock: MessageFns<PipelineClock> = {
     message.overruns = object.overruns ?? 0;
     message.latency_seconds = object.latency_seconds ?? 0;
     message.jitter_setpoint_seconds = object.jitter_setpoint_seconds ?? 0;
+    message.inserted_silence_seconds = object.inserted_silence_seconds ?? 0;
     return message;
   },
 };
