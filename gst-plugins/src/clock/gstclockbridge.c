@@ -138,6 +138,8 @@ struct _GstClockBridge
   guint chunk_frames;
   guint64 interval_frames;
   gboolean input_rt_tried;      /* streaming thread of the sink pad */
+  /* the threads run SCHED_FIFO (the message says so) */
+  gboolean input_rt, output_rt;
 };
 
 static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE ("sink",
@@ -171,7 +173,7 @@ static gboolean gst_clock_bridge_src_activate_mode (GstPad * pad,
     GstObject * parent, GstPadMode mode, gboolean active);
 static GstIterator *gst_clock_bridge_no_links (GstPad * pad,
     GstObject * parent);
-static void ask_realtime (GstClockBridge * self, int priority,
+static gboolean ask_realtime (GstClockBridge * self, int priority,
     const gchar * which);
 
 static void
@@ -596,7 +598,7 @@ gst_clock_bridge_chain (GstPad * pad, GstObject * parent, GstBuffer * buffer)
      * and holds up to seconds: it stays as it is. */
     self->input_rt_tried = TRUE;
     if (!self->paced)
-      ask_realtime (self, INPUT_RT_PRIORITY, "input");
+      self->input_rt = ask_realtime (self, INPUT_RT_PRIORITY, "input");
   }
   g_mutex_lock (&self->lock);
   if (self->sink_flushing) {
@@ -680,6 +682,10 @@ post_stats (GstClockBridge * self, const ClockBridgeStats * st,
        * within 1 s: audio that came late, not an input that stopped */
       "inserted-silence", G_TYPE_DOUBLE, st->inserted_s,
       "last-underrun", G_TYPE_DOUBLE, st->last_gap_s,
+      /* the threads' scheduling: SCHED_FIFO where the process may have it
+       * (the input's is known from its first buffer on) */
+      "output-realtime", G_TYPE_BOOLEAN, self->output_rt,
+      "input-realtime", G_TYPE_BOOLEAN, self->input_rt,
       /* the FIFO's average fill is the average time a frame spends in it;
        * after it, the steps' own latency (a look-ahead); the chunk leaves
        * when read */
@@ -717,7 +723,7 @@ gst_clock_bridge_loop (GstPad * pad)
      * asks for real-time scheduling so that other work on the host does
      * not delay packets.  Refused (no CAP_SYS_NICE or RLIMIT_RTPRIO): it
      * runs as before, said once in the debug log. */
-    ask_realtime (self, OUTPUT_RT_PRIORITY, "output");
+    self->output_rt = ask_realtime (self, OUTPUT_RT_PRIORITY, "output");
     push_head (self);
     self->sent_head = TRUE;
   }
@@ -838,7 +844,7 @@ gst_clock_bridge_loop (GstPad * pad)
  * the thread runs as before, said once in the debug log.  Before the first
  * real-time thread, RLIMIT_RTTIME is lowered to RT_CPU_LIMIT_US (a limit
  * the process may always lower). */
-static void
+static gboolean
 ask_realtime (GstClockBridge * self, int priority, const gchar * which)
 {
   struct sched_param param = {.sched_priority = priority };
@@ -856,6 +862,7 @@ ask_realtime (GstClockBridge * self, int priority, const gchar * which)
   if (err != 0)
     GST_INFO_OBJECT (self, "%s thread stays SCHED_OTHER: %s", which,
         g_strerror (err));
+  return err == 0;
 }
 
 static gboolean
@@ -967,6 +974,7 @@ make_bridge (GstClockBridge * self)
 
   self->sent_head = FALSE;
   self->input_rt_tried = FALSE;
+  self->input_rt = self->output_rt = FALSE;
   self->have_origin = FALSE;
   self->frames_out = 0;
   self->chunk_frames = (guint) gst_util_uint64_scale (chunk, RATE, GST_SECOND);
