@@ -702,27 +702,177 @@ stop_task (GstClockBridge * self)
   gst_pad_pause_task (self->srcpad);
 }
 
+/* asks SCHED_FIFO `priority` for the calling thread; refused (no
+ * CAP_SYS_NICE or RLIMIT_RTPRIO, a systemd unit's RestrictRealtime=yes),
+ * the thread runs as before, said once in the debug log.  Before the first
+ * real-time thread, RLIMIT_RTTIME is lowered to RT_CPU_LIMIT_US (a limit
+ * the process may always lower). */
+static gboolean
+ask_realtime (GstClockBridge * self, int priority, const gchar * which)
+{
+  struct sched_param param = {.sched_priority = priority };
+  struct rlimit rt;
+  int err;
+
+  if (getrlimit (RLIMIT_RTTIME, &rt) == 0
+      && (rt.rlim_cur == RLIM_INFINITY || rt.rlim_cur > RT_CPU_LIMIT_US)) {
+    rt.rlim_cur = RT_CPU_LIMIT_US;
+    if (rt.rlim_max != RLIM_INFINITY && rt.rlim_max < rt.rlim_cur)
+      rt.rlim_cur = rt.rlim_max;
+    setrlimit (RLIMIT_RTTIME, &rt);
+  }
+  err = pthread_setschedparam (pthread_self (), SCHED_FIFO, &param);
+  if (err != 0)
+    GST_INFO_OBJECT (self, "%s thread stays SCHED_OTHER: %s", which,
+        g_strerror (err));
+  return err == 0;
+}
+
+/* The chunk the task produces next: its PTS and end (running time), when it
+ * is read (`due`), and the steps' latency after the bridge (`downstream`).
+ * Under self->lock. */
+typedef struct
+{
+  GstClockTime pts, end, due, downstream;
+} Chunk;
+
+/* The chunk is read when the sink is due to send it (running time pts + the
+ * pipeline's latency), not when its last sample is (end): then the sink does
+ * not wait again (one wake-up per chunk, not two: the second cost 0.85-1.54
+ * points of a core per pipeline without processing steps on the 2-core VM)
+ * and the audio does not sit for the latency's margin and the steps'
+ * reported latency after the FIFO.  The graph after the bridge
+ * (microseconds) makes the packet that late; udpsink sync=true still holds
+ * back anything early. */
+static Chunk
+next_chunk (GstClockBridge * self)
+{
+  Chunk c;
+
+  c.pts = self->origin + gst_util_uint64_scale (self->frames_out, GST_SECOND,
+      RATE);
+  c.end = self->origin + gst_util_uint64_scale (self->frames_out +
+      self->chunk_frames, GST_SECOND, RATE);
+  c.due = c.end;
+  c.downstream = 0;
+  if (GST_CLOCK_TIME_IS_VALID (self->pipeline_latency)) {
+    GstClockTime own = gst_util_uint64_scale (self->chunk_frames, GST_SECOND,
+        RATE) + LATENCY_MARGIN;
+    c.due = MAX (c.end, c.pts + self->pipeline_latency);
+    c.downstream = self->pipeline_latency > own ?
+        self->pipeline_latency - own : 0;
+  }
+  return c;
+}
+
+/* Waits on the pipeline clock until the chunk is due.  Under self->lock,
+ * which it gives up while it waits; returns the clock's time after the wait,
+ * or NONE when the task is stopping or pausing (the next iteration decides). */
+static GstClockTime
+wait_until_due (GstClockBridge * self, GstClock * clock, GstClockTime due)
+{
+  GstClockID id = gst_clock_new_single_shot_id (clock,
+      gst_element_get_base_time (GST_ELEMENT (self)) + due);
+  GstClockReturn wait;
+
+  self->clock_id = id;
+  g_mutex_unlock (&self->lock);
+  wait = gst_clock_id_wait (id, NULL);
+  g_mutex_lock (&self->lock);
+  self->clock_id = NULL;
+  gst_clock_id_unref (id);
+  if (self->task_stop || wait == GST_CLOCK_UNSCHEDULED || !self->playing)
+    return GST_CLOCK_TIME_NONE;
+  return gst_clock_get_time (clock);
+}
+
+/* Reads the chunk from the FIFO into a new buffer (under self->lock) and
+ * takes the statistics after the read. */
+static GstBuffer *
+read_chunk (GstClockBridge * self, GstClockTime now, ClockBridgeStats * st,
+    gboolean * input_active, gboolean * drained)
+{
+  GstBuffer *buf;
+  GstMapInfo map;
+  guint ch;
+
+  GST_OBJECT_LOCK (self);
+  ch = (guint) self->channels;
+  GST_OBJECT_UNLOCK (self);
+  buf = gst_buffer_new_allocate (NULL,
+      (gsize) self->chunk_frames * ch * sizeof (float), NULL);
+  gst_buffer_map (buf, &map, GST_MAP_WRITE);
+  clock_bridge_read (self->bridge, (float *) map.data, self->chunk_frames,
+      running_seconds (self, now));
+  if (self->paced)
+    g_cond_broadcast (&self->cond);     /* room for a paced write */
+  gst_buffer_unmap (buf, &map);
+  *drained = self->eos_in && clock_bridge_drained (self->bridge);
+  clock_bridge_stats (self->bridge, st);
+  *input_active = GST_CLOCK_TIME_IS_VALID (self->last_input)
+      && now < self->last_input + INPUT_ACTIVE_WINDOW;
+  return buf;
+}
+
+/* Stamps and pushes the chunk, posts the message when an interval is
+ * complete, and ends the task after the drain or on a flow error. */
+static void
+push_chunk (GstClockBridge * self, GstBuffer * buf, const Chunk * c,
+    const ClockBridgeStats * st, gboolean input_active, gboolean drained)
+{
+  GstFlowReturn flow;
+  gboolean post;
+
+  GST_BUFFER_PTS (buf) = c->pts;
+  GST_BUFFER_DURATION (buf) = c->end - c->pts;
+  GST_BUFFER_OFFSET (buf) = self->frames_out;
+  GST_BUFFER_OFFSET_END (buf) = self->frames_out + self->chunk_frames;
+  if (self->frames_out == 0)
+    GST_BUFFER_FLAG_SET (buf, GST_BUFFER_FLAG_DISCONT);
+  self->frames_out += self->chunk_frames;
+  post = self->frames_out >= self->next_message;
+  if (post)
+    self->next_message += self->interval_frames;
+
+  flow = gst_pad_push (self->srcpad, buf);
+  if (post)
+    post_stats (self, st, input_active, c->end, c->downstream);
+
+  g_mutex_lock (&self->lock);
+  self->src_flow = flow;
+  if (self->paced && flow != GST_FLOW_OK)
+    g_cond_broadcast (&self->cond);     /* a paced write stops waiting */
+  g_mutex_unlock (&self->lock);
+
+  if (flow == GST_FLOW_OK && drained) {
+    GST_INFO_OBJECT (self, "input ended and the FIFO is empty: EOS");
+    gst_pad_push_event (self->srcpad, gst_event_new_eos ());
+    stop_task (self);
+  } else if (flow != GST_FLOW_OK) {
+    GST_INFO_OBJECT (self, "push: %s", gst_flow_get_name (flow));
+    if (flow == GST_FLOW_NOT_LINKED || flow < GST_FLOW_EOS) {
+      GST_ELEMENT_FLOW_ERROR (self, flow);
+      gst_pad_push_event (self->srcpad, gst_event_new_eos ());
+    }
+    stop_task (self);
+  }
+}
+
+/* The output task: one chunk per iteration, due, read, push. */
 static void
 gst_clock_bridge_loop (GstPad * pad)
 {
   GstClockBridge *self = GST_CLOCK_BRIDGE (GST_PAD_PARENT (pad));
   GstClock *clock;
-  GstClockTime base_time, pts, end, due, now, downstream;
-  GstClockID id;
-  GstClockReturn wait;
+  GstClockTime base_time, now;
   GstBuffer *buf;
-  GstMapInfo map;
   ClockBridgeStats st;
-  gboolean drained, input_active, post;
-  GstFlowReturn flow;
-  guint ch;
+  gboolean drained, input_active;
+  Chunk c;
 
   if (!self->sent_head) {
-    /* The output runs on a deadline of LATENCY_MARGIN after each chunk:
-     * the task (and the graph after it, down to the sink, in this thread)
-     * asks for real-time scheduling so that other work on the host does
-     * not delay packets.  Refused (no CAP_SYS_NICE or RLIMIT_RTPRIO): it
-     * runs as before, said once in the debug log. */
+    /* the task (and the graph after it, down to the sink, in this thread)
+     * runs on a deadline of LATENCY_MARGIN after each chunk */
     self->output_rt = ask_realtime (self, OUTPUT_RT_PRIORITY, "output");
     push_head (self);
     self->sent_head = TRUE;
@@ -749,120 +899,16 @@ gst_clock_bridge_loop (GstPad * pad)
     self->origin = now > base_time ? now - base_time : 0;
     self->have_origin = TRUE;
   }
-  pts = self->origin + gst_util_uint64_scale (self->frames_out, GST_SECOND,
-      RATE);
-  end = self->origin + gst_util_uint64_scale (self->frames_out +
-      self->chunk_frames, GST_SECOND, RATE);
-  /* The chunk is read when the sink is due to send it (running time pts +
-   * the pipeline's latency), not when its last sample is (end): then the
-   * sink does not wait again (one wake-up per chunk, not two: the second cost 0.85-1.54
-   * points of a core per pipeline without processing steps on the 2-core VM)
-   * and the audio does not sit for the latency's margin and the steps'
-   * reported latency after the FIFO.  The graph after the bridge
-   * (microseconds) makes the packet that late; udpsink sync=true still
-   * holds back anything early. */
-  due = end;
-  downstream = 0;
-  if (GST_CLOCK_TIME_IS_VALID (self->pipeline_latency)) {
-    GstClockTime own = gst_util_uint64_scale (self->chunk_frames, GST_SECOND,
-        RATE) + LATENCY_MARGIN;
-    due = MAX (end, pts + self->pipeline_latency);
-    downstream = self->pipeline_latency > own ?
-        self->pipeline_latency - own : 0;
-  }
-  id = gst_clock_new_single_shot_id (clock, base_time + due);
-  self->clock_id = id;
-  g_mutex_unlock (&self->lock);
-
-  wait = gst_clock_id_wait (id, NULL);
-
-  g_mutex_lock (&self->lock);
-  self->clock_id = NULL;
-  gst_clock_id_unref (id);
-  if (self->task_stop || wait == GST_CLOCK_UNSCHEDULED || !self->playing) {
-    /* stopping or paused: the next iteration decides */
+  c = next_chunk (self);
+  now = wait_until_due (self, clock, c.due);
+  gst_object_unref (clock);
+  if (!GST_CLOCK_TIME_IS_VALID (now)) {
     g_mutex_unlock (&self->lock);
-    gst_object_unref (clock);
     return;
   }
-  now = gst_clock_get_time (clock);
-  gst_object_unref (clock);
-  GST_OBJECT_LOCK (self);
-  ch = (guint) self->channels;
-  GST_OBJECT_UNLOCK (self);
-  buf = gst_buffer_new_allocate (NULL,
-      (gsize) self->chunk_frames * ch * sizeof (float), NULL);
-  gst_buffer_map (buf, &map, GST_MAP_WRITE);
-  clock_bridge_read (self->bridge, (float *) map.data, self->chunk_frames,
-      running_seconds (self, now));
-  if (self->paced)
-    g_cond_broadcast (&self->cond);     /* room for a paced write */
-  gst_buffer_unmap (buf, &map);
-  drained = self->eos_in && clock_bridge_drained (self->bridge);
-  clock_bridge_stats (self->bridge, &st);
-  input_active = GST_CLOCK_TIME_IS_VALID (self->last_input)
-      && now < self->last_input + INPUT_ACTIVE_WINDOW;
+  buf = read_chunk (self, now, &st, &input_active, &drained);
   g_mutex_unlock (&self->lock);
-
-  GST_BUFFER_PTS (buf) = pts;
-  GST_BUFFER_DURATION (buf) = end - pts;
-  GST_BUFFER_OFFSET (buf) = self->frames_out;
-  GST_BUFFER_OFFSET_END (buf) = self->frames_out + self->chunk_frames;
-  if (self->frames_out == 0)
-    GST_BUFFER_FLAG_SET (buf, GST_BUFFER_FLAG_DISCONT);
-  self->frames_out += self->chunk_frames;
-  post = self->frames_out >= self->next_message;
-  if (post)
-    self->next_message += self->interval_frames;
-
-  flow = gst_pad_push (self->srcpad, buf);
-  if (post)
-    post_stats (self, &st, input_active, end, downstream);
-
-  g_mutex_lock (&self->lock);
-  self->src_flow = flow;
-  if (self->paced && flow != GST_FLOW_OK)
-    g_cond_broadcast (&self->cond);     /* a paced write stops waiting */
-  g_mutex_unlock (&self->lock);
-
-  if (flow == GST_FLOW_OK && drained) {
-    GST_INFO_OBJECT (self, "input ended and the FIFO is empty: EOS");
-    gst_pad_push_event (self->srcpad, gst_event_new_eos ());
-    stop_task (self);
-  } else if (flow != GST_FLOW_OK) {
-    GST_INFO_OBJECT (self, "push: %s", gst_flow_get_name (flow));
-    if (flow == GST_FLOW_NOT_LINKED || flow < GST_FLOW_EOS) {
-      GST_ELEMENT_FLOW_ERROR (self, flow);
-      gst_pad_push_event (self->srcpad, gst_event_new_eos ());
-    }
-    stop_task (self);
-  }
-}
-
-/* asks SCHED_FIFO `priority` for the calling thread; refused (no
- * CAP_SYS_NICE or RLIMIT_RTPRIO, a systemd unit's RestrictRealtime=yes),
- * the thread runs as before, said once in the debug log.  Before the first
- * real-time thread, RLIMIT_RTTIME is lowered to RT_CPU_LIMIT_US (a limit
- * the process may always lower). */
-static gboolean
-ask_realtime (GstClockBridge * self, int priority, const gchar * which)
-{
-  struct sched_param param = {.sched_priority = priority };
-  struct rlimit rt;
-  int err;
-
-  if (getrlimit (RLIMIT_RTTIME, &rt) == 0
-      && (rt.rlim_cur == RLIM_INFINITY || rt.rlim_cur > RT_CPU_LIMIT_US)) {
-    rt.rlim_cur = RT_CPU_LIMIT_US;
-    if (rt.rlim_max != RLIM_INFINITY && rt.rlim_max < rt.rlim_cur)
-      rt.rlim_cur = rt.rlim_max;
-    setrlimit (RLIMIT_RTTIME, &rt);
-  }
-  err = pthread_setschedparam (pthread_self (), SCHED_FIFO, &param);
-  if (err != 0)
-    GST_INFO_OBJECT (self, "%s thread stays SCHED_OTHER: %s", which,
-        g_strerror (err));
-  return err == 0;
+  push_chunk (self, buf, &c, &st, input_active, drained);
 }
 
 static gboolean
