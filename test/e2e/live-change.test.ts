@@ -108,10 +108,10 @@ void t.test('EQ gain at the tone +6 dB while playing: level +6.0 ±0.1 dB, no RT
   // the level is read on a steady tone whose gain it has settled (first second fast, then 2 s)
   const sender = sendSine({ port: srtPort, amplitude, frequency, seconds: 30, codec: 'aac' });
   t.teardown(() => sender.stop());
-  t.ok(await receiver.waitForPackets(9000, 20_000), 'audio arrives');
   // The output sends from the child's start (silence before the caller's audio, the clock bridge):
-  // 9000 packets are not yet 9 s of tone, so the loudness step gets 3 s more to settle its gain.
-  await sleep(3000);
+  // counted in seconds of the tone itself, so that a caller slow to start on a loaded machine
+  // does not shorten the loudness step's time to settle its gain.
+  t.ok(await receiver.waitForAudio(10, 40_000), 'audio arrives: 10 s of the tone');
   const before = await api<PipelineView>(engine, 'GET', `/api/v1/pipelines/${id}`);
   // The loudness step keeps correcting its gain slowly on a steady tone (its integral term, a
   // tenth of a dB over seconds): its own gain change between the two windows is taken out of the
@@ -181,7 +181,9 @@ void t.test('loudness target -23 -> -16 while playing: the output reaches -16 ±
   const { id, srtPort } = await runningPipeline(engine, receiver, [{ plugin: 'loudness-normalize', target: -23 }]);
   const sender = sendSine({ port: srtPort, amplitude: 0.1, frequency: 1000, seconds: 40, codec: 'aac' });
   t.teardown(() => sender.stop());
-  t.ok(await receiver.waitForPackets(12_000, 25_000), 'audio arrives');
+  // 12 s of the tone itself (not of packets: the output sends silence before the caller's audio),
+  // so that the window before the change is the settled programme however slowly the caller started.
+  t.ok(await receiver.waitForAudio(12, 40_000), 'audio arrives: 12 s of the tone');
   const before = await api<PipelineView>(engine, 'GET', `/api/v1/pipelines/${id}`);
   const framesAtChange = receiver.stats(0, 0).frames;
   const changed = await api<Changed>(engine, 'PATCH', `/api/v1/pipelines/${id}`, { processing: [{ target: -16 }] });

@@ -37,7 +37,10 @@ function programmeInputs(seconds: number): string[] {
 /**
  * The normaliser's start-up (docs/elements-loudnorm.md): 80 ms gain smoothing during the first
  * second, short-term windows rescaled during the first 3 s, then a 2 s rising time constant.
- * Six seconds covers that plus the SRT/AAC start; about 15 s remain for the measure.
+ * Six seconds of the caller's audio cover that; about 15 s remain for the measure. Counted from
+ * the first audio at the output, not from its first packet: the output sends silence from the
+ * child's start, and the caller's own start-up (seconds on a loaded machine) would otherwise eat
+ * into the six.
  */
 const CONVERGE_SECONDS = 6;
 
@@ -118,14 +121,15 @@ void t.test(`AAC over SRT, loudness-normalize to ${TARGET} LUFS: the received au
   t.equal(senderExit.code, 0, `the SRT caller sent its audio ${senderExit.stderr}`);
   await new Promise((resolve) => setTimeout(resolve, 500));
 
-  const stats = receiver.stats(CONVERGE_SECONDS, 0.5);
-  t.comment(`RTP: ${stats.packets} packets, ${stats.sequenceGaps} sequence gaps, ${stats.frames} frames`);
+  const onset = receiver.audioStats().startSeconds;
+  const stats = receiver.stats(onset + CONVERGE_SECONDS, 0.5);
+  t.comment(`RTP: ${stats.packets} packets, ${stats.sequenceGaps} sequence gaps, ${stats.frames} frames; the caller's audio from ${onset.toFixed(2)} s`);
   // a lost loopback datagram (1 ms) on a loaded machine cannot move I or the true peak
   t.ok(stats.sequenceGaps <= 2, `at most 2 gaps in the RTP sequence (${stats.sequenceGaps})`);
   const receivedSeconds = stats.frames / 48000;
   t.ok(receivedSeconds > PROGRAMME_SECONDS - 2, `received ${receivedSeconds.toFixed(1)} s of audio`);
 
-  const audio = receiver.interleaved(CONVERGE_SECONDS, 0.5);
+  const audio = receiver.interleaved(onset + CONVERGE_SECONDS, 0.5);
   const got = await measureSamples(audio);
   const seconds = (audio.length / 2 / 48000).toFixed(1);
   t.ok(

@@ -80,6 +80,21 @@ export class RtpReceiver {
     return true;
   }
 
+  /**
+   * Waits until `seconds` of audio (audioStats().audioSeconds: first to last block above
+   * -40 dBFS) have arrived, or the timeout passes. The output sends silence from the child's
+   * start, so a packet count says nothing about how long the caller's audio has been playing:
+   * on a loaded machine the caller's start-up alone can take seconds.
+   */
+  async waitForAudio(seconds: number, timeoutMs: number): Promise<boolean> {
+    const until = Date.now() + timeoutMs;
+    while (this.audioStats().audioSeconds < seconds) {
+      if (Date.now() > until) return false;
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+    return true;
+  }
+
   /** Statistics; `skipSeconds` of the start and `tailSeconds` of the end are left out of the levels. */
   stats(skipSeconds = 0.5, tailSeconds = 0.3): RtpStats {
     const rate = 48000;
