@@ -3,7 +3,8 @@
 
     rtp-timing.py SECONDS
 
-Binds a UDP socket on 127.0.0.1 (ephemeral port, SO_TIMESTAMPNS, 8 MiB receive buffer), prints
+Binds a UDP socket on 127.0.0.1 (ephemeral port, SO_TIMESTAMPNS, 8 MiB receive buffer, forced past
+net.core.rmem_max when run as root), prints
 {"port": P} on one line, then receives for SECONDS (or until stdin closes) and prints one line per
 packet:  recv_ns seq rtp_ts peak first
 recv_ns: CLOCK_REALTIME receive time the kernel stamped (SO_TIMESTAMPNS), ns; seq, rtp_ts: the RTP
@@ -21,12 +22,19 @@ import time
 
 SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)
 SO_RXQ_OVFL = 40
+SO_RCVBUFFORCE = getattr(socket, "SO_RCVBUFFORCE", 33)
 
 
 def main() -> None:
     seconds = float(sys.argv[1])
     sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
+    # SO_RCVBUF is capped by net.core.rmem_max (212992 on a fresh Debian 12: under half a second
+    # of these packets, which a receiver descheduled on a loaded machine can exceed); root may
+    # force it past the cap.
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, 8 << 20)
+    except PermissionError:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
     sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
     sock.setsockopt(socket.SOL_SOCKET, SO_RXQ_OVFL, 1)
     sock.bind(("127.0.0.1", 0))
