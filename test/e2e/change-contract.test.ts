@@ -105,7 +105,9 @@ void t.test('changes: live, restart, refused, If-Match, an unanswering child, ki
     t.equal(res.status, 503, res.text);
     t.equal(res.body.code, 'ENGINE_UNAVAILABLE');
     t.match(res.body.message, /did not answer/);
-    t.ok(took >= 1900 && took < 5000, `answered after ${took} ms (1 s, one retry, 1 s)`);
+    // At least the control channel's two 1 s timeouts; the upper bound only says the answer did
+    // not wait on the stopped child beyond them (timers of a loaded machine run late: no figure).
+    t.ok(took >= 1900 && took < 15_000, `answered after ${took} ms (1 s, one retry, 1 s)`);
     t.equal(readFileSync(path.join(engine.stateDir, 'pipelines', `${id}.json`), 'utf8'), fileBefore, 'nothing stored');
     const back = await waitForPipeline(engine, id, (p) => isRunning(p) && p.pid !== childPid, 'a new child');
     t.same(back.processing, before.body.processing, 'the pipeline keeps its stored parameters');
