@@ -175,13 +175,16 @@ void t.test('gRPC without auth', async (t) => {
     const call = client.stream();
     const recorded = record(call);
     await eventually(() => (recorded.events.length >= 1 ? true : undefined), 2000, 'the first event');
-    const firstAt = recorded.events[0]?.at ?? 0;
-    await sleep(2100);
-    const window = recorded.events.filter((e) => e.at >= firstAt && e.at <= firstAt + 2000);
-    t.ok(window.length >= 9 && window.length <= 12, `about 10 events in 2 s at 200 ms (got ${window.length})`);
-    const gaps = window.slice(1).map((e, i) => e.at - (window[i]?.at ?? 0)).sort((a, b) => a - b);
-    const median = gaps[Math.floor(gaps.length / 2)] ?? 0;
-    t.ok(median >= 150 && median <= 250, `median gap ${median} ms`);
+    await eventually(() => (recorded.events.length >= 11 ? true : undefined), 15_000, 'eleven events');
+    // The period is read from the engine's own stamp on each event (`time`), as a median: a
+    // loaded machine delays single ticks of the engine's timer and this process's reading of the
+    // stream (a count per 2 s of this process's clock moves with both), not the period. A median
+    // of 10 gaps within 150..250 ms also rules out a doubled timer (100) or a missed tick (400).
+    const stamps = recorded.events.slice(0, 11).map((e) => Date.parse(e.event.time));
+    const gaps = stamps.slice(1).map((at, i) => at - (stamps[i] ?? 0)).sort((a, b) => a - b);
+    const median = ((gaps[4] ?? 0) + (gaps[5] ?? 0)) / 2;
+    t.comment(`gaps between the first 11 events, engine time: ${gaps.join(', ')} ms`);
+    t.ok(median >= 150 && median <= 250, `one event per 200 ms: median gap ${median} ms`);
 
     const last = recorded.events.at(-1)?.event;
     t.ok(last !== undefined);

@@ -77,7 +77,11 @@ void t.test('1,000 streams opened and cancelled leave no subscription behind', a
 });
 
 void t.test('close() ends open streams with OK, promptly', async (t) => {
-  const edge = buildGrpcServer({ ...deps(), bind: '127.0.0.1' });
+  // Promptly = without the forced shutdown after SHUTDOWN_BOUND_MS (logged as grpc-force-shutdown):
+  // which path close() took is read from its log, not from this process's clock.
+  const warnings: string[] = [];
+  const log = pino({ level: 'warn' }, { write: (line: string) => void warnings.push(line) });
+  const edge = buildGrpcServer({ ...deps(), log, bind: '127.0.0.1' });
   const port = await edge.listen(0);
   const client = new TestClient(port);
   t.teardown(() => client.close());
@@ -85,7 +89,8 @@ void t.test('close() ends open streams with OK, promptly', async (t) => {
   await eventually(() => (streams.every((s) => s.events.length > 0) ? true : undefined), 5000, 'events');
   const started = Date.now();
   await edge.close();
-  t.ok(Date.now() - started < 1500, `closed in ${Date.now() - started} ms`);
+  t.comment(`closed in ${Date.now() - started} ms`);
+  t.notOk(warnings.some((line) => line.includes('grpc-force-shutdown')), 'closed gracefully, not cut after the shutdown bound');
   for (const s of streams) t.same(await s.ended, { code: status.OK, details: 'OK' });
   t.equal(edge.service.metrics.subscriptions, 0);
   t.notOk(edge.service.metrics.running);
