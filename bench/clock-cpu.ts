@@ -1,19 +1,13 @@
 /**
- * CPU of one pipeline with the clock bridge against the graph before it and against one ffmpeg
- * doing the same job, side by side in the same run, with a second copy of the bridge graph as the
- * noise floor (two identical pipelines differ by up to a point of a core on a shared 2-core VM):
- * the four run at once, each fed by its own
- * ffmpeg AAC caller (-pes_payload_size 0), and each process's CPU (user + system, /proc/PID/stat)
- * is read over the same window. The graphs: loudnorm + 3-band EQ, 4 packets per send. ffmpeg, as
- * users would write it: SRT listener -> loudnorm (-23 LUFS, -1 dBTP; it works at 192 kHz, so
- * aresample back to 48 kHz; aformat pins the stereo layout both sides) + three peaking equalizers (the same bands, Q 1) -> pcm_s24be RTP in
- * 1 ms packets (pkt_size 300 = 12 + 288 bytes). "old" is today's description with the queue in place of the bridge,
- * without aacframer, srtsrc keep-listening=false and rtpbatch without media-clock (the graph
- * before issue 13).
- * Goal: new − old at most 0.3 % of a core per pipeline.
- *
- *   node --import=tsx bench/clock-cpu.ts [--window S] [--rounds N] [--plugin-path DIR]
- *   node --import=tsx bench/clock-cpu.ts --scale 1,4,8 [--window S]   (the sweep: N of one kind at a time)
+ * CPU of one pipeline, the engine's graph (clock bridge, loudnorm + 3-band EQ, 4 packets per send)
+ * against one ffmpeg doing the same job, side by side in the same run, with a second copy of the
+ * engine's graph as the noise floor (two identical pipelines differ by up to a point of a core on
+ * a shared 2-core VM): the three run at once, each fed by its own ffmpeg AAC caller
+ * (-pes_payload_size 0), and each process's CPU (user + system, /proc/PID/stat) is read over the
+ * same window. ffmpeg, as users would write it: SRT listener -> loudnorm (-23 LUFS, -1 dBTP; it
+ * works at 192 kHz, so aresample back to 48 kHz; aformat pins the stereo layout both sides) +
+ * three peaking equalizers (the same bands, Q 1) -> pcm_s24be RTP in 1 ms packets (pkt_size 300 =
+ * 12 + 288 bytes).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
@@ -24,25 +18,31 @@ import { compilePipeline } from '../src/compiler/compile.js';
 import { parsePipelineSpec } from '../src/spec/validate.js';
 import { runIfMain } from './process.js';
 
+const USAGE = `usage:
+  node --import=tsx bench/clock-cpu.ts [--window S] [--rounds N] [--plugin-path DIR]
+      the engine's graph, a second copy of it and one ffmpeg side by side (default 3 rounds of 60 s)
+  node --import=tsx bench/clock-cpu.ts --scale 1,4,8 [--window S] [--plugin-path DIR]
+      the sweep: N pipelines of one kind at a time (default window 30 s)
+`;
+
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const TICKS_PER_S = 100; // getconf CLK_TCK on Linux
 
 export interface ClockCpuRound {
   windowS: number;
-  oldPercent: number;
-  newPercent: number;
-  /** A second copy of the new graph in the same round: how far two identical pipelines differ. */
+  /** The engine's graph (clock bridge). */
+  enginePercent: number;
+  /** A second copy of the engine's graph in the same round: how far two identical pipelines differ. */
   twinPercent: number;
   ffmpegPercent: number;
 }
 
 export interface ClockCpuResult {
   rounds: ClockCpuRound[];
-  medianOldPercent: number;
-  medianNewPercent: number;
+  medianEnginePercent: number;
+  medianTwinPercent: number;
   medianFfmpegPercent: number;
-  medianDeltaPoints: number;
-  /** Median over rounds of |new - twin|: the noise floor of one pipeline's figure on this machine. */
+  /** Median over rounds of |engine - twin|: the noise floor of one pipeline's figure on this machine. */
   medianTwinPoints: number;
 }
 
@@ -59,22 +59,14 @@ function ffmpegArgv(srtPort: number): string[] {
   ];
 }
 
-function argvFor(kind: 'old' | 'new', srtPort: number): string[] {
+/** The engine's own argv for the bench's pipeline: SRT listener on `srtPort`, loudnorm + 3-band EQ. */
+function engineArgv(srtPort: number): string[] {
   const spec = parsePipelineSpec({
-    name: kind, input: { type: 'srt', port: srtPort, latency: 120 },
+    name: 'engine', input: { type: 'srt', port: srtPort, latency: 120 },
     processing: [{ plugin: 'loudness-normalize', target: -23 }, { plugin: 'eq', bands: EQ_BANDS }],
     output: { type: 'rtp', host: '127.0.0.1', port: 9 },
   });
-  const argv = compilePipeline(spec, { statsIntervalMs: 1000, packetsPerSend: 4, clockSource: 'realtime', jitterMs: 20 });
-  if (kind === 'new') return argv;
-  // The bridge (its element and properties, up to the next link) becomes the queue; aacframer goes.
-  const bridge = argv.indexOf('clockbridge');
-  const bridgeEnd = argv.indexOf('!', bridge);
-  argv.splice(bridge, bridgeEnd - bridge, 'queue', 'name=buffer', 'max-size-time=1000000000', 'max-size-buffers=0', 'max-size-bytes=0');
-  const framer = argv.indexOf('aacframer');
-  if (framer >= 0) argv.splice(framer, 3); // aacframer name=framer !
-  const old: Record<string, string> = { 'keep-listening=true': 'keep-listening=false', 'buffer=': 'buffer=buffer' };
-  return argv.filter((a) => a !== 'media-clock=true').map((a) => old[a] ?? a);
+  return compilePipeline(spec, { statsIntervalMs: 1000, packetsPerSend: 4, clockSource: 'realtime', jitterMs: 20 });
 }
 
 async function cpuTicks(pid: number): Promise<number> {
@@ -82,7 +74,7 @@ async function cpuTicks(pid: number): Promise<number> {
   return Number(fields[11]) + Number(fields[12]); // utime, stime (fields 14 and 15 of stat)
 }
 
-type Kind = 'old' | 'new' | 'ffmpeg';
+type Kind = 'engine' | 'ffmpeg';
 
 /**
  * One pipeline process per entry of `kinds`, on SRT ports basePort, basePort + 1, ..., each fed by
@@ -96,7 +88,7 @@ async function sideBySide(kinds: readonly Kind[], windowS: number, pluginPath: s
     const pipelines = kinds.map((kind, i) => {
       const child = kind === 'ffmpeg'
         ? spawn('ffmpeg', ffmpegArgv(basePort + i), { stdio: 'ignore' })
-        : spawn('gst-launch-1.0', argvFor(kind, basePort + i), { env, stdio: 'ignore' });
+        : spawn('gst-launch-1.0', engineArgv(basePort + i), { env, stdio: 'ignore' });
       children.push(child);
       return child;
     });
@@ -125,10 +117,10 @@ async function sideBySide(kinds: readonly Kind[], windowS: number, pluginPath: s
   }
 }
 
-/** One round: old, new, ffmpeg and a second new (the noise floor) at once. */
+/** One round: the engine's graph, ffmpeg and a second copy of the engine's graph (the noise floor) at once. */
 async function round(windowS: number, pluginPath: string, basePort: number): Promise<ClockCpuRound> {
-  const { windowS: w, percents: [old, nw, ffmpeg, twin] } = await sideBySide(['old', 'new', 'ffmpeg', 'new'], windowS, pluginPath, basePort);
-  return { windowS: w, oldPercent: old ?? NaN, newPercent: nw ?? NaN, twinPercent: twin ?? NaN, ffmpegPercent: ffmpeg ?? NaN };
+  const { windowS: w, percents: [engine, ffmpeg, twin] } = await sideBySide(['engine', 'ffmpeg', 'engine'], windowS, pluginPath, basePort);
+  return { windowS: w, enginePercent: engine ?? NaN, twinPercent: twin ?? NaN, ffmpegPercent: ffmpeg ?? NaN };
 }
 
 const median = (xs: number[]): number => {
@@ -142,34 +134,31 @@ export async function runClockCpuBench(options: { windowS?: number; rounds?: num
   const pluginPath = options.pluginPath ?? path.join(ROOT, 'gst-plugins', 'build');
   const rounds: ClockCpuRound[] = [];
   for (let i = 0; i < (options.rounds ?? 3); i++) {
-    const r = await round(windowS, pluginPath, 19710 + 4 * i);
-    process.stderr.write(`clock cpu round ${i + 1}: old ${r.oldPercent.toFixed(2)} %, new ${r.newPercent.toFixed(2)} % (its twin ${r.twinPercent.toFixed(2)}), ffmpeg ${r.ffmpegPercent.toFixed(2)} % of a core\n`);
+    const r = await round(windowS, pluginPath, 19710 + 3 * i);
+    process.stderr.write(`clock cpu round ${i + 1}: engine ${r.enginePercent.toFixed(2)} % (its twin ${r.twinPercent.toFixed(2)}), ffmpeg ${r.ffmpegPercent.toFixed(2)} % of a core\n`);
     rounds.push(r);
   }
   return {
     rounds,
-    medianOldPercent: median(rounds.map((r) => r.oldPercent)),
-    medianNewPercent: median(rounds.map((r) => r.newPercent)),
+    medianEnginePercent: median(rounds.map((r) => r.enginePercent)),
+    medianTwinPercent: median(rounds.map((r) => r.twinPercent)),
     medianFfmpegPercent: median(rounds.map((r) => r.ffmpegPercent)),
-    medianDeltaPoints: median(rounds.map((r) => r.newPercent - r.oldPercent)),
-    medianTwinPoints: median(rounds.map((r) => Math.abs(r.newPercent - r.twinPercent))),
+    medianTwinPoints: median(rounds.map((r) => Math.abs(r.enginePercent - r.twinPercent))),
   };
 }
 
 export function clockCpuTable(r: ClockCpuResult): string {
   return [
-    `One pipeline (loudnorm + 3-band EQ), old graph, clock-bridge graph and one ffmpeg doing the same job side by side, ${r.rounds.length} rounds:`,
+    `One pipeline (loudnorm + 3-band EQ): the engine's graph, a second copy of it and one ffmpeg doing the same job side by side, ${r.rounds.length} rounds:`,
     '',
     '| graph | median CPU, % of a core | rounds |',
     '|---|---:|---|',
-    `| old (queue) | ${r.medianOldPercent.toFixed(2)} | ${r.rounds.map((x) => x.oldPercent.toFixed(2)).join(', ')} |`,
-    `| new (clockbridge, media-clock) | ${r.medianNewPercent.toFixed(2)} | ${r.rounds.map((x) => x.newPercent.toFixed(2)).join(', ')} |`,
-    `| new, a second copy (the noise floor) | ${median(r.rounds.map((x) => x.twinPercent)).toFixed(2)} | ${r.rounds.map((x) => x.twinPercent.toFixed(2)).join(', ')} |`,
+    `| engine (clockbridge, media-clock) | ${r.medianEnginePercent.toFixed(2)} | ${r.rounds.map((x) => x.enginePercent.toFixed(2)).join(', ')} |`,
+    `| engine, a second copy (the noise floor) | ${r.medianTwinPercent.toFixed(2)} | ${r.rounds.map((x) => x.twinPercent.toFixed(2)).join(', ')} |`,
     `| ffmpeg (SRT -> loudnorm + equalizer x3 -> pcm_s24be RTP, 1 ms) | ${r.medianFfmpegPercent.toFixed(2)} | ${r.rounds.map((x) => x.ffmpegPercent.toFixed(2)).join(', ')} |`,
     '',
-    `- ffmpeg / new: **${(r.medianFfmpegPercent / r.medianNewPercent).toFixed(1)}x** the CPU of the engine's pipeline`,
-    `- new − old: **${r.medianDeltaPoints >= 0 ? '+' : ''}${r.medianDeltaPoints.toFixed(2)} points** of a core per pipeline (goal at most +0.30); new / old ${(r.medianNewPercent / r.medianOldPercent).toFixed(2)}x`,
-    `- two copies of the same new graph differ by ${r.medianTwinPoints.toFixed(2)} points (median over rounds): a difference smaller than that is not measured here`,
+    `- ffmpeg / engine: **${(r.medianFfmpegPercent / r.medianEnginePercent).toFixed(1)}x** the CPU of the engine's pipeline`,
+    `- two copies of the engine's graph differ by ${r.medianTwinPoints.toFixed(2)} points (median over rounds): a difference smaller than that is not measured here`,
   ].join('\n');
 }
 
@@ -182,8 +171,8 @@ export interface ClockScaleCell {
 }
 
 /**
- * The scale sweep of the three kinds, in the same run: for each N, N pipelines of one kind at a
- * time (old graph, bridge graph, one ffmpeg per pipeline), each fed by its own ffmpeg caller,
+ * The scale sweep of the two kinds, in the same run: for each N, N pipelines of one kind at a
+ * time (the engine's graph, one ffmpeg per pipeline), each fed by its own ffmpeg caller,
  * CPU of every pipeline process over the window. One kind at a time, so the N pipelines of a kind
  * share the machine only with their callers. Real-time delivery is not checked here (the
  * engine's scale sweep does that); the figure is the CPU each kind needs for the same job.
@@ -198,7 +187,7 @@ export async function runClockScaleBench(options: { ns: number[]; windowS?: numb
   const pluginPath = options.pluginPath ?? path.join(ROOT, 'gst-plugins', 'build');
   const cells: ClockScaleCell[] = [];
   for (const n of options.ns) {
-    for (const kind of ['old', 'new', 'ffmpeg'] as const) {
+    for (const kind of ['engine', 'ffmpeg'] as const) {
       const cell = await scaleCell(kind, n, windowS, pluginPath, 19760);
       process.stderr.write(`clock cpu scale N=${n} ${kind}: ${cell.medianPercent.toFixed(2)} % of a core per pipeline (median; mean ${cell.meanPercent.toFixed(2)})\n`);
       cells.push(cell);
@@ -214,19 +203,22 @@ export function clockScaleTable(cells: ClockScaleCell[]): string {
   return [
     'N pipelines of one kind at a time, each with its own ffmpeg AAC caller; CPU per pipeline, % of a core, median (mean):',
     '',
-    '| N | old (queue) | new (clockbridge) | one ffmpeg per pipeline | new − old (medians) | ffmpeg / new |',
-    '|---:|---:|---:|---:|---:|---:|',
+    '| N | engine (clockbridge) | one ffmpeg per pipeline | ffmpeg / engine (medians) |',
+    '|---:|---:|---:|---:|',
     ...ns.map((n) => {
-      const o = at(n, 'old'), nw = at(n, 'new'), ff = at(n, 'ffmpeg');
-      const delta = o !== undefined && nw !== undefined ? (nw.medianPercent - o.medianPercent).toFixed(2) : '-';
-      const ratio = ff !== undefined && nw !== undefined ? `${(ff.medianPercent / nw.medianPercent).toFixed(1)}x` : '-';
-      return `| ${n} | ${f(o)} | ${f(nw)} | ${f(ff)} | ${delta} | ${ratio} |`;
+      const engine = at(n, 'engine'), ff = at(n, 'ffmpeg');
+      const ratio = ff !== undefined && engine !== undefined ? `${(ff.medianPercent / engine.medianPercent).toFixed(1)}x` : '-';
+      return `| ${n} | ${f(engine)} | ${f(ff)} | ${ratio} |`;
     }),
   ].join('\n');
 }
 
 runIfMain(import.meta.url, 'clock-cpu', async () => {
   const args = process.argv.slice(2);
+  if (args.includes('--help') || args.includes('-h')) {
+    process.stdout.write(USAGE);
+    return;
+  }
   const num = (name: string): number | undefined => {
     const i = args.indexOf(name);
     return i >= 0 ? Number(args[i + 1]) : undefined;

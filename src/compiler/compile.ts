@@ -264,7 +264,7 @@ export function compilePipeline(spec: CompilableSpec, options: CompileOptions): 
   ];
   const chain = stages.flatMap((tokens, i) => (i === 0 ? tokens : [link, ...tokens]));
   // The jitter buffer's state comes from the bridge's own message, not from pipelinestats.
-  const stats = element('pipelinestats', { name: 'stats', interval, source: 'src', buffer: '', payloader: 'pay', sink: 'out' });
+  const stats = element('pipelinestats', { name: 'stats', interval, source: 'src', payloader: 'pay', sink: 'out' });
   return [...GST_LAUNCH_OPTIONS, ...chain, ...stats, ...compileAccess(spec.input), ...compileControl()];
 }
 

@@ -68,8 +68,7 @@ export const ELEMENTS = {
     'pace-input': bool,
   },
   level: { name, interval: int(10_000_000, I64_NS), 'post-messages': bool },
-  // buffer: empty = no queue to read (every graph's clock bridge reports its own FIFO in its message).
-  pipelinestats: { name, interval: int(10_000_000, I64_NS), source: name, buffer: { kind: 'enum', values: [''] }, payloader: name, sink: name },
+  pipelinestats: { name, interval: int(10_000_000, I64_NS), source: name, payloader: name, sink: name },
   loudnorm: { name, target: num(-70, -5), 'true-peak': num(-9, 0), interval: int(10_000_000, I64_NS) },
   parametriceq: { name, bands: { kind: 'eq-bands' } },
   rtpL24pay: { name, pt: int(96, 127), 'min-ptime': int(0, I64_NS), 'max-ptime': int(-1, I64_NS) },

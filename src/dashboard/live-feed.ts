@@ -42,6 +42,7 @@ export interface LevelMeter {
 
 export interface TransportView {
   srt: PipelineStatsEvent['srt'] | null;
+  /** The clock bridge's fill against the fill it keeps (as buffer_fill_ratio); null without its report. */
   buffer_fill: number | null;
   output_packets_per_s: number | null;
   age_ms: number;
@@ -171,7 +172,7 @@ export class LiveFeed {
         ? null
         : {
             srt: clock.transport.event.srt ?? null,
-            buffer_fill: clock.transport.event.buffer?.fill ?? null,
+            buffer_fill: source.stats.bufferFill() ?? null,
             output_packets_per_s: packetsPerS === undefined ? null : Math.round(packetsPerS),
             age_ms: now - clock.transport.at,
           },

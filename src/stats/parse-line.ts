@@ -45,7 +45,6 @@ export interface PipelineStatsEvent {
     receiveRateMbps: number;
     bandwidthMbps: number;
   };
-  buffer?: { levelNs: number; maxNs: number; fill: number };
   output?: { packets: number; bytes: number };
 }
 
@@ -211,10 +210,6 @@ export function parseLine(line: string): StatsEvent | undefined {
           bandwidthMbps: num(structure, 'srt-bandwidth-mbps') ?? 0,
         };
       }
-      const levelNs = num(structure, 'buffer-level-time');
-      const maxNs = num(structure, 'buffer-max-time');
-      const fill = num(structure, 'buffer-fill');
-      if (levelNs !== undefined && maxNs !== undefined && fill !== undefined) event.buffer = { levelNs, maxNs, fill };
       const packets = num(structure, 'output-packets');
       const bytes = num(structure, 'output-bytes');
       if (packets !== undefined && bytes !== undefined) event.output = { packets, bytes };

@@ -309,14 +309,13 @@ export class PipelineStats {
   }
 
   /**
-   * Fill of the buffer before processing, 0 to 1; undefined (unknown) without a current report:
-   * the clock bridge's FIFO against the fill it keeps (its setpoint); pipelinestats' queue reading
-   * where a graph has a queue instead (none of the compiler's graphs has since stations went onto
-   * the bridge).
+   * Fill of the jitter buffer against the fill it keeps: the clock bridge's FIFO over its setpoint
+   * (1 = steady, 0 = empty; 0 while the setpoint is 0); undefined (unknown) without a current
+   * bridge report.
    */
   bufferFill(): number | undefined {
-    if (this.clock !== undefined) return this.clock.setpointSeconds > 0 ? this.clock.fillSeconds / this.clock.setpointSeconds : 0;
-    return this.transport?.buffer?.fill;
+    if (this.clock === undefined) return undefined;
+    return this.clock.setpointSeconds > 0 ? this.clock.fillSeconds / this.clock.setpointSeconds : 0;
   }
 
   /** Audio is flowing and above the silence threshold on some channel. */

@@ -96,11 +96,14 @@ void t.test('every series of a pipeline is in every scrape, whatever its child r
     }],
     ['its first interval without the clockbridge message', () => pipelines.forEach((p) => feed(p.supervisor.stats, intervals[0] ?? [], 1000, 'clockbridge')), (a) => {
       t.ok(Number.isNaN(a.get(key('input_clock_drift_ppm', 'pl_a'))), 'drift still unknown: no report yet');
+      t.ok(Number.isNaN(a.get(key('buffer_fill_ratio', 'pl_a'))), 'buffer fill unknown: only the clock bridge reports it');
       t.equal(a.get(key('output_packets_total', 'pl_a')), 980, 'the other reports count');
     }],
     ['three whole intervals', () => [1, 2, 3].forEach((i) => pipelines.forEach((p) => feed(p.supervisor.stats, intervals[i] ?? [], 1000 * (i + 1)))), (a) => {
       t.equal(a.get(key('input_clock_drift_ppm', 'pl_a')), 24.789165465862261, 'the bridge\'s drift');
       t.ok((a.get(key('jitter_buffer_seconds', 'pl_a')) ?? 0) > 0.05);
+      const bridge = pipelines[0]?.supervisor.stats.clock;
+      t.equal(a.get(key('buffer_fill_ratio', 'pl_a')), bridge === undefined ? -1 : bridge.fillSeconds / bridge.setpointSeconds, 'buffer fill: the bridge\'s fill over its setpoint');
     }],
     ['an interval whose clockbridge message is missing', () => pipelines.forEach((p) => feed(p.supervisor.stats, intervals[4] ?? [], 5000, 'clockbridge')), (a) => {
       t.equal(a.get(key('input_clock_drift_ppm', 'pl_a')), 24.789165465862261, 'the last report stands');

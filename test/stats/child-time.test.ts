@@ -93,6 +93,7 @@ void t.test('input_state stays receiving and the packet rate reads 1000 while th
   const states = new Map<string, number>();
   const pageRates: number[] = [];
   const rates: number[] = [];
+  const fills = new Set<number | null | undefined>();
   let firstReceiving: number | undefined;
   await play(stats, child(40), (now) => {
     const state = stats.report(now).input_state;
@@ -102,8 +103,10 @@ void t.test('input_state stays receiving and the packet rate reads 1000 while th
     // from 5 s of the child's running time on, the rate spans the whole window
     if (now >= 6500 && rate !== undefined) {
       rates.push(rate);
-      const shown = feed.tiles(now)[0]?.transport?.output_packets_per_s;
+      const transport = feed.tiles(now)[0]?.transport;
+      const shown = transport?.output_packets_per_s;
       if (typeof shown === 'number') pageRates.push(shown);
+      if (transport?.buffer_fill !== 0.0201 / 0.03) fills.add(transport?.buffer_fill);
     }
   });
   t.ok(firstReceiving !== undefined && firstReceiving <= 1500, `receiving from the first report (${firstReceiving} ms)`);
@@ -112,6 +115,7 @@ void t.test('input_state stays receiving and the packet rate reads 1000 while th
   t.ok(rates.every((r) => Math.abs(r - 1000) <= 1), `packets per second of the child's time: ${Math.min(...rates).toFixed(2)}..${Math.max(...rates).toFixed(2)}`);
   t.equal(pageRates.length, rates.length, 'the page shows the rate at every tick');
   t.ok(pageRates.every((r) => Math.abs(r - 1000) <= 1), `the page: ${Math.min(...pageRates)}..${Math.max(...pageRates)} pkt/s`);
+  t.same([...fills], [], 'the page\'s buffer fill is the clock bridge\'s fill over its setpoint at every tick');
 });
 
 void t.test('input_state: waiting 2 s of the child\'s time after the input stops, at once when the caller leaves', async (t) => {

@@ -34,6 +34,28 @@ void t.test('loudnorm messages as documented (captured lines in docs/elements-lo
   }
 });
 
+void t.test('pipelinestats messages: the documented lines, and older output whose buffer-* fields are ignored', async (t) => {
+  const doc = readFileSync(path.join(ROOT, 'docs', 'elements-pipelinestats.md'), 'utf8');
+  const documented = doc.split('\n').filter((l) => l.startsWith('Got message #') && l.includes('(element): pipelinestats,'));
+  t.equal(documented.length, 2, 'the doc carries two real lines');
+  t.ok(documented.every((l) => !l.includes('buffer-')), 'the element posts no buffer-* field');
+  // Captured while the element still read a queue: buffer-level-time, buffer-max-time, buffer-fill.
+  const older = readFileSync(path.join(fixtures, 'pipelinestats-srt.stdout'), 'utf8').split('\n')
+    .filter((l) => l.includes('(element): pipelinestats,'));
+  t.ok(older.length >= 5 && older.every((l) => l.includes('buffer-fill=')), `${older.length} fixture lines with buffer-* fields`);
+  for (const line of [...documented, ...older]) {
+    const event = parseLine(line);
+    if (event?.kind !== 'pipelinestats') {
+      t.fail(`not a pipelinestats event: ${line.slice(0, 80)}`);
+      continue;
+    }
+    t.same(Object.keys(event).sort(), ['element', 'kind', 'output', 'runningTimeNs', 'srt'], 'srt, output and running time; nothing of a buffer');
+    t.equal(event.element, 'stats');
+  }
+  const sending = parseLine(documented[1] ?? '');
+  t.ok(sending?.kind === 'pipelinestats' && sending.srt?.connected === true && sending.srt.packetsReceived > 0 && (sending.output?.packets ?? 0) > 0, 'the second documented line: a caller sending');
+});
+
 void t.test('structures: strings, escapes, arrays, booleans', async (t) => {
   const s = parseStructure('x, a=(string)"he said \\"hi\\", ok", b=(boolean)true, c=(GValueArray)< -1.5, -inf >, d=(guint64)18446744073709551615, e=(string)bare\\ word, f=(int){ 1, 2 };');
   t.ok(s);

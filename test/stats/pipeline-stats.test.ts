@@ -37,6 +37,21 @@ void t.test('before any report every value reads "no signal" and every count 0',
   t.equal(new PipelineStats(1000, { loudnessSteps: [], srtInput: false }).srtNow(), undefined, 'a stdin input has no SRT values at all');
 });
 
+void t.test('the buffer fill is the clock bridge\'s fill over its setpoint, and only that', async (t) => {
+  const stats = new PipelineStats(1000, { loudnessSteps: [], srtInput: true });
+  stats.childStarted();
+  // the fixture's pipelinestats lines still carry the queue reading of an older element (buffer-fill=1)
+  feed(stats, run, 0);
+  t.ok(stats.transport !== undefined, 'pipelinestats reports are current');
+  t.equal(stats.bufferFill(), undefined, 'no bridge report: unknown, whatever pipelinestats printed');
+  stats.apply({ ...bridgeReport(48_000), fillSeconds: 0.027, setpointSeconds: 0.036 } as StatsEvent, 0);
+  t.equal(stats.bufferFill(), 0.027 / 0.036);
+  stats.apply({ ...bridgeReport(48_000), fillSeconds: 0.01, setpointSeconds: 0 } as StatsEvent, 0);
+  t.equal(stats.bufferFill(), 0, 'a setpoint of 0 reads empty');
+  stats.childEnded();
+  t.equal(stats.bufferFill(), undefined, 'unknown once the child ended');
+});
+
 void t.test('counts are summed over children and never go down; a dead child leaves no current values', async (t) => {
   t.ok(last?.kind === 'pipelinestats' && (last.output?.packets ?? 0) > 0 && srtReceived > 0, 'the fixture carried audio');
   t.equal(last?.kind === 'pipelinestats' ? last.srt?.packetsReceived : -1, 0, 'srtsrc\'s counts fell to 0 when the caller left: the engine must not pass that on');

@@ -2,8 +2,8 @@
  * element message per interval.
  *
  * Example (the element stands alone, unlinked, in the same bin):
- *   gst-launch-1.0 -m audiotestsrc is-live=true ! queue name=buffer ! \
- *       rtpL24pay name=pay ! fakesink name=out \
+ *   gst-launch-1.0 -m audiotestsrc is-live=true ! rtpL24pay name=pay ! \
+ *       fakesink name=out \
  *       pipelinestats interval=1000000000 source=src
  *
  * The element has no pads. While PLAYING a thread of its own wakes every
@@ -17,7 +17,6 @@
  *             holds no "callers" field while nobody is connected; in caller
  *             mode the per-socket fields are at the top level. Both shapes
  *             are read.
- *   buffer    queue: current-level-time / max-size-time
  *   sink      a buffer (and buffer list) probe on its sink pad counts packets
  *             and bytes entering it (behind rtpbatch: one list per send)
  *   payloader only used when there is no such sink: its src pad is counted
@@ -39,7 +38,6 @@ GST_DEBUG_CATEGORY_STATIC (pipeline_stats_debug);
 #define DEFAULT_INTERVAL   GST_SECOND
 #define MIN_INTERVAL       (10 * GST_MSECOND)
 #define DEFAULT_SOURCE     "src"
-#define DEFAULT_BUFFER     "buffer"
 #define DEFAULT_PAYLOADER  "pay"
 #define DEFAULT_SINK       "out"
 
@@ -54,7 +52,6 @@ struct _GstPipelineStats
   /* properties, under the object lock */
   guint64 interval;
   gchar *source;
-  gchar *buffer;
   gchar *payloader;
   gchar *sink;
 
@@ -82,7 +79,6 @@ enum
   PROP_0,
   PROP_INTERVAL,
   PROP_SOURCE,
-  PROP_BUFFER,
   PROP_PAYLOADER,
   PROP_SINK
 };
@@ -122,21 +118,16 @@ gst_pipeline_stats_class_init (GstPipelineStatsClass * klass)
           "Name of the sibling srtsrc (empty: no srt-* fields)",
           DEFAULT_SOURCE, G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
           GST_PARAM_MUTABLE_PLAYING));
-  g_object_class_install_property (gobject_class, PROP_BUFFER,
-      g_param_spec_string ("buffer", "Buffer",
-          "Name of the sibling queue (empty: no buffer-* fields)",
-          DEFAULT_BUFFER, G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
-          GST_PARAM_MUTABLE_PLAYING));
   g_object_class_install_property (gobject_class, PROP_PAYLOADER,
       g_param_spec_string ("payloader", "Payloader",
-          "Name of the sibling whose src pad output-* counts "
-          "(read on READY->PAUSED)", DEFAULT_PAYLOADER,
+          "Name of the sibling whose src pad output-* counts when there is "
+          "no sink (read on READY->PAUSED)", DEFAULT_PAYLOADER,
           G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
           GST_PARAM_MUTABLE_READY));
   g_object_class_install_property (gobject_class, PROP_SINK,
       g_param_spec_string ("sink", "Sink",
-          "Name of the sibling whose sink pad output-* counts when there is "
-          "no payloader (read on READY->PAUSED)", DEFAULT_SINK,
+          "Name of the sibling whose sink pad output-* counts "
+          "(read on READY->PAUSED)", DEFAULT_SINK,
           G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
           GST_PARAM_MUTABLE_READY));
 
@@ -145,7 +136,7 @@ gst_pipeline_stats_class_init (GstPipelineStatsClass * klass)
 
   gst_element_class_set_static_metadata (element_class,
       "Pipeline statistics", "Utility",
-      "Reads its sibling elements' counters (srtsrc, queue, payloader) and "
+      "Reads its sibling elements' counters (srtsrc, sink or payloader) and "
       "posts them as one element message per interval", "audio-engine");
 
   GST_DEBUG_CATEGORY_INIT (pipeline_stats_debug, "pipelinestats", 0,
@@ -157,7 +148,6 @@ gst_pipeline_stats_init (GstPipelineStats * self)
 {
   self->interval = DEFAULT_INTERVAL;
   self->source = g_strdup (DEFAULT_SOURCE);
-  self->buffer = g_strdup (DEFAULT_BUFFER);
   self->payloader = g_strdup (DEFAULT_PAYLOADER);
   self->sink = g_strdup (DEFAULT_SINK);
   g_mutex_init (&self->timer_lock);
@@ -189,9 +179,6 @@ gst_pipeline_stats_set_property (GObject * object, guint prop_id,
     case PROP_SOURCE:
       target = &self->source;
       break;
-    case PROP_BUFFER:
-      target = &self->buffer;
-      break;
     case PROP_PAYLOADER:
       target = &self->payloader;
       break;
@@ -221,9 +208,6 @@ gst_pipeline_stats_get_property (GObject * object, guint prop_id,
       break;
     case PROP_SOURCE:
       g_value_set_string (value, self->source);
-      break;
-    case PROP_BUFFER:
-      g_value_set_string (value, self->buffer);
       break;
     case PROP_PAYLOADER:
       g_value_set_string (value, self->payloader);
@@ -570,23 +554,6 @@ post_stats (GstPipelineStats * self)
     gst_object_unref (el);
   }
 
-  el = get_sibling (self, &self->buffer);
-  if (el) {
-    if (has_property (el, "current-level-time", G_TYPE_UINT64)
-        && has_property (el, "max-size-time", G_TYPE_UINT64)) {
-      guint64 level = 0, max = 0;
-
-      g_object_get (el, "current-level-time", &level, "max-size-time", &max,
-          NULL);
-      gst_structure_set (s, "buffer-level-time", G_TYPE_UINT64, level,
-          "buffer-max-time", G_TYPE_UINT64, max, NULL);
-      if (max > 0)
-        gst_structure_set (s, "buffer-fill", G_TYPE_DOUBLE,
-            CLAMP ((gdouble) level / (gdouble) max, 0.0, 1.0), NULL);
-    }
-    gst_object_unref (el);
-  }
-
   if (atomic_load (&self->output_counted)) {
     gst_structure_set (s,
         "output-packets", G_TYPE_UINT64, atomic_load (&self->output_packets),
@@ -749,7 +716,6 @@ gst_pipeline_stats_finalize (GObject * object)
   GstPipelineStats *self = GST_PIPELINE_STATS (object);
 
   g_free (self->source);
-  g_free (self->buffer);
   g_free (self->payloader);
   g_free (self->sink);
   g_mutex_clear (&self->timer_lock);

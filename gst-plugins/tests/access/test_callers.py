@@ -53,8 +53,8 @@ def description(port, fd):
     return (
         "srtsrc name=src mode=listener localaddress=127.0.0.1 localport=%d latency=120 "
         "poll-timeout=100 keep-listening=false wait-for-connection=true%s ! "
-        "queue name=buffer ! fakesink name=out sync=false async=false   "
-        "pipelinestats name=stats interval=200000000 source=src buffer=buffer sink=out   %s"
+        "queue ! fakesink name=out sync=false async=false   "
+        "pipelinestats name=stats interval=200000000 source=src sink=out   %s"
         % (port, " pbkeylen=16" if fd is not None else "", access))
 
 
