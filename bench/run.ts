@@ -12,8 +12,9 @@
  * markdown report and writes the whole result as JSON to bench/results/latest.json. It reports
  * ratios and never asserts a timing: the exit code is 0 unless a benchmark could not run.
  * bench/clock-drift.ts (drift): the clock bridge under +-1000 ppm callers for `--drift-window` s
- * (default 600; 60 with --quick). bench/clock-cpu.ts (clockcpu): one pipeline's CPU with the clock
- * bridge against the graph before it, side by side, 3 rounds of 60 s (20 s with --quick).
+ * (default 600; 60 with --quick). bench/clock-cpu.ts (clockcpu): one pipeline's CPU, the engine's
+ * graph beside a second copy (the noise floor) and one ffmpeg doing the same job, 3 rounds of 60 s
+ * (20 s with --quick).
  * `--quick`: 2 runs of 60 s programmes for the DSP benches, fewer repetitions and N = 1, 8 for
  * the engine (about 3 minutes in all).
  */
