@@ -17,6 +17,7 @@ import { createHostCapacity } from './capacity/create.js';
 import type { LoadedConfig } from './config/load.js';
 import { loadCheck, saveCheck } from './gst/check-cache.js';
 import { checkGstreamer, gstEnvironment } from './gst/environment.js';
+import { readOwnProcess, realtimeRefused } from './gst/realtime.js';
 import { buildGrpcServer, type GrpcEdge } from './grpc/server.js';
 import { EngineHealth } from './health.js';
 import { buildRestServer } from './http/server.js';
@@ -179,7 +180,11 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
     capacity,
     values: new StationValuesStore(config.stateDir),
   });
-  const health = new EngineHealth(VERSION, startedAt, () => checkGstreamer(gst), Date.now, () => pipelines.damaged(), () => capacity.overload());
+  // Each running child's output thread: real time or not (null: its element does not say).
+  const outputRealtime = (): (boolean | null | undefined)[] =>
+    [...pipelines.entries(), ...stations.entries()].map(({ supervisor }) => supervisor.stats.clock?.outputRealtime);
+  const health = new EngineHealth(VERSION, startedAt, () => checkGstreamer(gst), Date.now, () => pipelines.damaged(), () => capacity.overload(),
+    () => realtimeRefused(outputRealtime(), readOwnProcess));
   const metrics = createMetrics({ entries: () => [...pipelines.entries(), ...stations.entries()] }, VERSION, capacity, () => pipelines.damaged().length);
   const { ptp, aes67 } = createAes67(config, log, pipelines, stations);
   registerPtpMetrics(metrics, ptp);

@@ -3,6 +3,7 @@ import { ptpWarnings } from './aes67/ptp-health.js';
 import type { PtpStatus } from './aes67/pmc.js';
 import type { OverloadReport } from './capacity/host-capacity.js';
 import type { GstCheck } from './gst/environment.js';
+import { realtimeWarning, type RealtimeRefused } from './gst/realtime.js';
 
 /** A stored pipeline record set aside at start-up because it could not be read. */
 export interface DamagedRecordReport {
@@ -19,13 +20,26 @@ export interface HealthReport {
   overloaded?: OverloadReport;
   /** Present when records were set aside at start-up: those pipelines are not running. */
   damaged_records?: DamagedRecordReport[];
+  /**
+   * Present while pipelines run and none's output thread runs real time (SCHED_FIFO), with the
+   * reason read from the engine's own limits: a warning, the status stays healthy.
+   */
+  realtime_refused?: RealtimeRefused;
+}
+
+/**
+ * The warnings /health and GetHealth carry: PTP not locked (when PTP is watched), host overloaded,
+ * no pipeline's output thread real time.
+ */
+export function healthWarnings(report: Pick<HealthReport, 'overloaded' | 'realtime_refused'>, ptp?: PtpStatus): string[] {
+  return [
+    ...(ptp === undefined ? [] : ptpWarnings(ptp)),
+    ...(report.overloaded === undefined ? [] : [`overloaded: ${report.overloaded.message}`]),
+    ...(report.realtime_refused === undefined ? [] : [realtimeWarning(report.realtime_refused)]),
+  ];
 }
 
 /** "3h 12m": whole hours and minutes since start. */
-/** The warnings /health and GetHealth carry: PTP not locked (when PTP is watched), host overloaded. */
-export function healthWarnings(report: Pick<HealthReport, 'overloaded'>, ptp?: PtpStatus): string[] {
-  return [...(ptp === undefined ? [] : ptpWarnings(ptp)), ...(report.overloaded === undefined ? [] : [`overloaded: ${report.overloaded.message}`])];
-}
 
 export function formatUptime(ms: number): string {
   const minutes = Math.floor(Math.max(0, ms) / 60_000);
@@ -43,6 +57,8 @@ export class EngineHealth {
     private readonly now: () => number = Date.now,
     private readonly damaged: () => readonly DamagedRecordReport[] = () => [],
     private readonly overload: () => OverloadReport | undefined = () => undefined,
+    /** Running pipelines, none real time: gst/realtime.ts realtimeRefused(). */
+    private readonly realtime: () => RealtimeRefused | undefined = () => undefined,
   ) {}
 
   /**
@@ -76,6 +92,8 @@ export class EngineHealth {
       : { status: 'unhealthy', version: this.version, uptime, reason: result.reason ?? 'cannot run pipelines' };
     if (overloaded !== undefined) report.overloaded = overloaded;
     if (damaged.length > 0) report.damaged_records = damaged.map((d) => ({ file: d.file, reason: d.reason }));
+    const realtime = this.realtime();
+    if (realtime !== undefined) report.realtime_refused = realtime;
     return report;
   }
 }

@@ -83,7 +83,7 @@ export function pipelineToProto(view: PipelineView, sdp: string, warnings: strin
     sdp,
     warnings,
     input_state: view.input_state,
-    clock: opt(view.clock),
+    clock: view.clock === null ? undefined : { ...view.clock, output_realtime: opt(view.clock.output_realtime), input_realtime: opt(view.clock.input_realtime) },
     version: view.version,
   };
 }

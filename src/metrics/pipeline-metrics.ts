@@ -106,6 +106,8 @@ export function registerPipelineMetrics(registry: Registry, pipelines: Supervise
     (id, s) => [[{ pipeline_id: id }, s.counts().bridgeOverruns]]);
   gauge('audio_engine_pipeline_latency_seconds', 'Sender-to-RTP latency estimate: SRT latency plus the clock bridge latency, seconds; NaN without a report of a running child.', ['pipeline_id'],
     (id, s, record) => [[{ pipeline_id: id }, s.clockReport(record.spec?.input.latency ?? 0)?.latency_seconds ?? Number.NaN]]);
+  gauge('audio_engine_pipeline_output_realtime', 'Whether the current child\'s output thread (clock bridge to udpsink) runs real time (SCHED_FIFO): 1 yes, 0 refused (see /health warnings for why); NaN without a report of a running child or from an element that does not say.', ['pipeline_id'],
+    bridge((c) => (c.outputRealtime === undefined ? Number.NaN : c.outputRealtime ? 1 : 0)));
   counter('audio_engine_pipeline_output_packets_total', 'RTP packets sent since the pipeline was loaded (all children).', ['pipeline_id'],
     (id, s) => [[{ pipeline_id: id }, s.counts().outputPackets]]);
   counter('audio_engine_pipeline_output_bytes_total', 'RTP bytes sent since the pipeline was loaded (all children).', ['pipeline_id'],

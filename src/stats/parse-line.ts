@@ -95,6 +95,13 @@ export interface ClockBridgeEvent {
   latencySeconds: number;
   /** Resampling ratio (output samples per input sample). */
   ratio: number;
+  /**
+   * The output thread runs SCHED_FIFO (the element asks priority 10 for it); undefined from an
+   * element that does not say (before `output-realtime` was in its message).
+   */
+  outputRealtime?: boolean;
+  /** The input thread runs SCHED_FIFO (priority 5): false before its first buffer and for a paced input; undefined when not said. */
+  inputRealtime?: boolean;
 }
 
 
@@ -180,6 +187,8 @@ export function parseLine(line: string): StatsEvent | undefined {
       if (values === undefined || typeof inputActive !== 'boolean') return undefined;
       // setpoint came with the element's first release; without it the target is the setpoint
       const runningTime = num(structure, 'running-time');
+      const outputRealtime = structure.fields.get('output-realtime');
+      const inputRealtime = structure.fields.get('input-realtime');
       return {
         kind: 'clockbridge',
         element,
@@ -190,6 +199,9 @@ export function parseLine(line: string): StatsEvent | undefined {
         inputFrames: num(structure, 'input-frames') ?? (inputActive ? 1 : 0),
         insertedSilenceSeconds: num(structure, 'inserted-silence') ?? 0,
         lastUnderrunSeconds: num(structure, 'last-underrun') ?? 0,
+        // since the element's real-time threads; absent (or not a boolean) = unknown
+        ...(typeof outputRealtime === 'boolean' ? { outputRealtime } : {}),
+        ...(typeof inputRealtime === 'boolean' ? { inputRealtime } : {}),
       };
     }
     case 'pipelinestats': {

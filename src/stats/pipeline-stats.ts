@@ -103,6 +103,13 @@ export interface ClockReport {
   inserted_silence_seconds: number;
   /** Sender-to-RTP estimate: input (SRT) latency + the bridge's latency (docs/clock.md). */
   latency_seconds: number;
+  /**
+   * The current child's output thread runs SCHED_FIFO (real time: what keeps packets on time on a
+   * busy host); null when its element does not say.
+   */
+  output_realtime: boolean | null;
+  /** The same for its input thread (false before the first input buffer and for a paced input). */
+  input_realtime: boolean | null;
 }
 
 export class PipelineStats {
@@ -370,6 +377,8 @@ export class PipelineStats {
       overruns: this.base.bridgeOverruns + this.current.bridgeOverruns,
       inserted_silence_seconds: Math.round((this.base.bridgeInsertedSilence + this.current.bridgeInsertedSilence) * 1e4) / 1e4,
       latency_seconds: Math.round((inputLatencyMs / 1000 + c.latencySeconds) * 1e5) / 1e5,
+      output_realtime: c.outputRealtime ?? null,
+      input_realtime: c.inputRealtime ?? null,
     };
   }
 }

@@ -165,3 +165,23 @@ void t.test('scrapes at the same time see the same child CPU, not the sum of bot
     t.ok(cpu.every((v) => v !== undefined && v > 0 && v <= own + 0.02), `round ${round}: ${cpu.join(', ')} s, the process has used ${own.toFixed(2)} s`);
   }
 });
+
+void t.test('audio_engine_pipeline_output_realtime: 1 SCHED_FIFO, 0 refused, NaN unknown', async (t) => {
+  const p = pipeline('pl_rt');
+  const registry = createMetrics({ entries: () => [p] }, '0.0.0');
+  const name = key('output_realtime', 'pl_rt');
+  const read = async (): Promise<number | undefined> => seriesOf(await registry.metrics(), 'pl_rt').get(name);
+  const bridge = intervals[1]?.find((e) => e.kind === 'clockbridge');
+  if (bridge?.kind !== 'clockbridge') throw new Error('no clockbridge report in the fixture');
+  t.ok(Number.isNaN(await read()), 'NaN before any report');
+  p.supervisor.stats.childStarted();
+  p.supervisor.stats.apply(bridge, 1000);
+  t.ok(Number.isNaN(await read()), 'NaN from an element that does not say (the fixture predates the field)');
+  p.supervisor.stats.apply({ ...bridge, outputRealtime: true, inputRealtime: false }, 2000);
+  t.equal(await read(), 1, 'the output thread runs SCHED_FIFO');
+  p.supervisor.stats.apply({ ...bridge, outputRealtime: false, inputRealtime: false }, 3000);
+  t.equal(await read(), 0, 'refused');
+  p.supervisor.stats.childEnded();
+  t.ok(Number.isNaN(await read()), 'NaN without a running child');
+  t.match(await registry.metrics(), /^# TYPE audio_engine_pipeline_output_realtime gauge$/m);
+});

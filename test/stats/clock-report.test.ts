@@ -1,6 +1,9 @@
 import t from 'tap';
 import type { ClockBridgeEvent, LevelEvent } from '../../src/stats/parse-line.js';
-import { PipelineStats } from '../../src/stats/pipeline-stats.js';
+import { PipelineClock } from '../../src/gen/svc/v1/engine.js';
+import { pipelineToProto } from '../../src/grpc/to-proto.js';
+import { PipelineStats, type ClockReport } from '../../src/stats/pipeline-stats.js';
+import type { PipelineView } from '../../src/supervisor/registry.js';
 
 /** A bridge report; `inputFrames` is cumulative over the child, as the element counts. */
 const bridge = (inputActive: boolean, fillSeconds = 0.02, inputFrames = inputActive ? 48000 : 0): ClockBridgeEvent => ({
@@ -42,6 +45,45 @@ void t.test('the clock report: rounded bridge figures, latency = SRT latency + b
     overruns: 1,
     inserted_silence_seconds: 0.012,
     latency_seconds: 0.147,
+    output_realtime: null,
+    input_realtime: null,
   });
   t.equal(stats.clockReport(0)?.latency_seconds, 0.027, 'an input without SRT latency (Icecast stdin)');
+});
+
+void t.test('the clock report says whether the threads run real time: the current child\'s, null when not said', async (t) => {
+  const stats = new PipelineStats(1000);
+  stats.apply(bridge(false), 1000);
+  t.match(stats.clockReport(120), { output_realtime: null, input_realtime: null }, 'an element that does not say: unknown');
+  stats.apply({ ...bridge(false), outputRealtime: true, inputRealtime: false }, 2000);
+  t.match(stats.clockReport(120), { output_realtime: true, input_realtime: false }, 'output SCHED_FIFO, no input buffer yet');
+  stats.apply({ ...bridge(true), outputRealtime: true, inputRealtime: true }, 3000);
+  t.match(stats.clockReport(120), { output_realtime: true, input_realtime: true });
+  stats.childEnded();
+  t.equal(stats.clockReport(120), undefined, 'no child: no report');
+  stats.childStarted();
+  stats.apply({ ...bridge(false), outputRealtime: false, inputRealtime: false }, 4000);
+  t.match(stats.clockReport(120), { output_realtime: false, input_realtime: false }, 'the next child\'s, refused');
+});
+
+void t.test('gRPC PipelineClock: output_realtime 9 and input_realtime 10, absent when unknown', async (t) => {
+  const stats = new PipelineStats(1000);
+  stats.apply({ ...bridge(true), outputRealtime: true, inputRealtime: false }, 1000);
+  const known = stats.clockReport(120);
+  stats.apply(bridge(true), 2000);
+  const unknown = stats.clockReport(120);
+  if (known === undefined || unknown === undefined) throw new Error('no report');
+  const view = (clock: ClockReport): PipelineView => ({
+    id: 'pl_x', name: 'x', status: 'active', created_at: '', version: 1, state: 'running', pid: 1, restarts: 0, last_error: null, exit_code: null, exit_signal: null,
+    state_since: '', next_retry_at: null, priority: 'normal', realtime_ratio: null, behind: false, input_state: 'receiving',
+    input: { type: 'srt', port: 9000, latency: 120 }, processing: [], clock,
+    output: { type: 'rtp', host: '127.0.0.1', port: 5004, ttl: 16, channels: 2, encoding: 'L24', ptime: 1, payload_type: 96, dscp: 34 },
+  }) as unknown as PipelineView;
+  const sent = pipelineToProto(view(known), '').clock;
+  t.match(sent, { output_realtime: true, input_realtime: false });
+  const decoded = PipelineClock.decode(PipelineClock.encode(sent ?? PipelineClock.fromPartial({})).finish());
+  t.match(decoded, { output_realtime: true, input_realtime: false }, 'on the wire: false is sent (proto3 optional), not dropped');
+  const none = pipelineToProto(view(unknown), '').clock;
+  t.equal(none?.output_realtime, undefined, 'null in REST: absent in gRPC');
+  t.equal(PipelineClock.decode(PipelineClock.encode(none ?? PipelineClock.fromPartial({})).finish()).output_realtime, undefined);
 });

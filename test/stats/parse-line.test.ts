@@ -154,3 +154,19 @@ void t.test('clockbridge messages of a real run: idle, a caller, none, a second 
     'input-active must be a boolean',
   );
 });
+
+void t.test('clockbridge: output-realtime and input-realtime, unknown when absent', async (t) => {
+  // Captured from the built element (gst-launch-1.0 -m, audiotestsrc is-live ! clockbridge ! fakesink):
+  // as root (CAP_SYS_NICE), then under `setpriv --bounding-set=-sys_nice` with RLIMIT_RTPRIO 0.
+  const granted = 'Got message #52 from element "bridge" (element): clockbridge, running-time=(guint64)1000239934, drift-ppm=(double)153.18660827875644, fill=(double)0.037856617855686545, target=(double)0.02, setpoint=(double)0.030695952499999995, underruns=(guint64)0, overruns=(guint64)0, input-active=(boolean)true, input-frames=(guint64)49152, inserted-silence=(double)0, last-underrun=(double)0, output-realtime=(boolean)true, input-realtime=(boolean)true, latency=(double)0.057856617855686548, ratio=(double)1.0044490130257437;';
+  const refused = 'Got message #52 from element "bridge" (element): clockbridge, running-time=(guint64)1000051512, drift-ppm=(double)153.31423228554922, fill=(double)0.037868181770569144, target=(double)0.02, setpoint=(double)0.030732348500000041, underruns=(guint64)0, overruns=(guint64)0, input-active=(boolean)true, input-frames=(guint64)49152, inserted-silence=(double)0, last-underrun=(double)0, output-realtime=(boolean)false, input-realtime=(boolean)false, latency=(double)0.057868181770569141, ratio=(double)1.0044342433850482;';
+  t.match(parseLine(granted), { kind: 'clockbridge', element: 'bridge', outputRealtime: true, inputRealtime: true, inputFrames: 49152 });
+  t.match(parseLine(refused), { kind: 'clockbridge', outputRealtime: false, inputRealtime: false });
+  const mixed = parseLine(granted.replace('input-realtime=(boolean)true', 'input-realtime=(boolean)false'));
+  t.match(mixed, { outputRealtime: true, inputRealtime: false }, 'each thread on its own (a paced input, or no input buffer yet)');
+
+  const older = readFileSync(path.join(fixtures, 'clockbridge-srt.stdout'), 'utf8').split('\n').map(parseLine).filter((e) => e?.kind === 'clockbridge');
+  t.ok(older.length > 0 && older.every((e) => e !== undefined && !('outputRealtime' in e) && !('inputRealtime' in e)), 'an element without the fields: both unknown (absent), the message still parses');
+  const odd = parseLine(granted.replace('output-realtime=(boolean)true', 'output-realtime=(string)yes'));
+  t.ok(odd !== undefined && !('outputRealtime' in odd), 'not a boolean: unknown, the rest of the message stands');
+});

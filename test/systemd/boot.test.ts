@@ -10,6 +10,10 @@
  *   - the children's sandbox, on the real gst-launch-1.0 child: its credentials and filters, and a
  *     write it really attempts (GST_DEBUG_FILE, set in the manager's environment, so the unit is
  *     untouched) fails outside the state directory and succeeds inside it;
+ *   - real time: `systemctl show` has the unit's LimitRTPRIO=10, LimitRTTIME=200ms and
+ *     RestrictRealtime=no; where the container grants the child RLIMIT_RTPRIO 10 its output thread
+ *     runs SCHED_FIFO and the view says so; where it cannot (no CAP_SYS_RESOURCE on this machine),
+ *     the view says false, the metric 0, and /health warns with the reason (still healthy);
  *   - ptp4l@lo.service (Debian's template, software time stamps on the container's loopback) with
  *     the shipped drop-in: its socket gets the group audio-engine, the engine's pmc reads ptp4l
  *     as locked grandmaster through the unit's sandbox and the SDP names it; without the group
@@ -27,6 +31,7 @@ import path from 'node:path';
 import { createInterface } from 'node:readline';
 import t, { type Test } from 'tap';
 import { STOP_BOUNDS } from '../../src/app.js';
+import { limitOf, OUTPUT_RT_PRIORITY, realtimeRefusal, realtimeWarning } from '../../src/gst/realtime.js';
 import { ROOT } from '../helpers/engine-process.js';
 import type { RtpStats } from '../helpers/rtp-receiver.js';
 import { sineRmsDbfs } from '../helpers/rtp-receiver.js';
@@ -268,14 +273,14 @@ const response = await fetch(url, init);
 process.stdout.write(\`\${await response.text()}\\n\${response.status}\`);`;
 
 /** REST inside the container's network namespace (a node process of the host entered there). */
-async function rest(container: Container, method: string, url: string, body?: unknown): Promise<{ status: number; body: Record<string, unknown> }> {
+async function rest(container: Container, method: string, url: string, body?: unknown): Promise<{ status: number; body: Record<string, unknown>; text: string }> {
   const args = [process.execPath, '--input-type=module', '-e', FETCH, method, `${REST}${url}`];
   if (body !== undefined) args.push(JSON.stringify(body));
   const [file = SETPRIV, ...prefix] = container.net;
   const r = await run(file, [...prefix, ...args], 15_000);
   const cut = r.stdout.lastIndexOf('\n');
   const text = r.stdout.slice(0, cut);
-  return { status: Number(r.stdout.slice(cut + 1)), body: text.startsWith('{') ? (JSON.parse(text) as Record<string, unknown>) : {} };
+  return { status: Number(r.stdout.slice(cut + 1)), body: text.startsWith('{') ? (JSON.parse(text) as Record<string, unknown>) : {}, text };
 }
 
 interface Receiving {
@@ -425,6 +430,63 @@ void t.test('the shipped unit under a real systemd (systemd-nspawn --boot)', { s
     t.match(String(refused?.line?.msg), /Could not open log file '\/opt\/audio-engine\/gst-debug-%p\.log' for writing: Read-only file system/, 'its own write to /opt/audio-engine failed: read-only');
     const left = (await container.inside(['sh', '-c', 'ls /opt/audio-engine | grep -c gst-debug || true'])).stdout.trim();
     t.equal(left, '0', 'no file of it in /opt/audio-engine');
+  });
+
+  await t.test("real time: the unit's limits, what the container grants the child's output thread, and /health says so", async (t) => {
+    const p = await show(container, ['LimitRTPRIO', 'LimitRTPRIOSoft', 'LimitRTTIME', 'LimitRTTIMESoft', 'RestrictRealtime', 'MainPID']);
+    t.equal(p.LimitRTPRIO, '10', 'LimitRTPRIO=10 (hard)');
+    t.equal(p.LimitRTPRIOSoft, '10', 'and soft');
+    t.equal(p.LimitRTTIME, '200000', 'LimitRTTIME=200ms, shown in µs');
+    t.equal(p.LimitRTTIMESoft, '200000');
+    t.equal(p.RestrictRealtime, 'no', 'RestrictRealtime=no');
+    const filter = (await show(container, ['SystemCallFilter'])).SystemCallFilter ?? '';
+    t.ok(filter.split(/\s+/).includes('sched_setscheduler'), 'the resolved system call filter allows sched_setscheduler');
+
+    // What the manager could grant: the engine's and the child's own limits (setrlimit of a hard
+    // limit above the manager's own needs CAP_SYS_RESOURCE; systemd then sets the closest it can).
+    const engine = Number(p.MainPID);
+    const limitsOf = async (pid: number): Promise<string> => (await container.inside(['cat', `/proc/${pid}/limits`])).stdout;
+    const engineLimits = await limitsOf(engine);
+    const engineStatus = (await container.inside(['cat', `/proc/${engine}/status`])).stdout;
+    const child = await poll(async () => {
+      const got = await rest(container, 'GET', `/api/v1/pipelines/${pipelineId}`);
+      const clock = got.body.clock as { output_realtime?: boolean | null } | null | undefined;
+      return got.body.state === 'running' && typeof clock?.output_realtime === 'boolean' ? { pid: Number(got.body.pid), outputRealtime: clock.output_realtime } : undefined;
+    }, 15_000);
+    t.ok(child !== undefined, 'the view says whether the output thread runs real time (clock.output_realtime)');
+    if (child === undefined) return;
+    const childLimits = await limitsOf(child.pid);
+    const rtprio = limitOf(childLimits, 'Max realtime priority');
+    const rttime = limitOf(childLimits, 'Max realtime timeout');
+    t.same(limitOf(engineLimits, 'Max realtime priority'), rtprio, 'the child has the engine\'s RLIMIT_RTPRIO');
+    t.comment(`RLIMIT_RTPRIO in the container: engine and child soft ${String(rtprio?.soft)}, hard ${String(rtprio?.hard)}; child RLIMIT_RTTIME soft ${String(rttime?.soft)} µs, hard ${String(rttime?.hard)} µs`);
+    // The child's threads as the kernel has them: policy FF (SCHED_FIFO) or TS, and the priority.
+    const threads = (await container.inside(['ps', '-L', '-o', 'cls=,rtprio=,comm=', '-p', String(child.pid)])).stdout.trim().split('\n').map((l) => l.trim().split(/\s+/));
+    const fifo = threads.filter(([cls]) => cls === 'FF').map(([, prio]) => Number(prio));
+    const granted = (rtprio?.soft ?? 0) >= OUTPUT_RT_PRIORITY;
+    const metric = new RegExp(`^audio_engine_pipeline_output_realtime\\{pipeline_id="${pipelineId}"\\} (\\S+)$`, 'm').exec((await rest(container, 'GET', '/api/v1/metrics')).text)?.[1];
+    const health = await rest(container, 'GET', '/health');
+    t.equal(health.status, 200, 'healthy: real time is a warning, never a failure');
+    t.equal(health.body.status, 'healthy');
+    const warnings = (health.body.warnings ?? []) as string[];
+    if (granted) {
+      t.comment('the container grants it: the output thread runs SCHED_FIFO');
+      t.equal(child.outputRealtime, true, `RLIMIT_RTPRIO ${String(rtprio?.soft)} allows priority ${OUTPUT_RT_PRIORITY}: clock.output_realtime true`);
+      t.ok(fifo.includes(OUTPUT_RT_PRIORITY), `a thread of the child runs FF ${OUTPUT_RT_PRIORITY} (ps: ${JSON.stringify(threads)})`);
+      t.equal(metric, '1', 'audio_engine_pipeline_output_realtime 1');
+      t.notOk(warnings.some((w) => /real-time/.test(w)), 'no real-time warning');
+      t.equal(health.body.realtime_refused, undefined);
+    } else {
+      t.comment(`the container does not grant it (RLIMIT_RTPRIO ${String(rtprio?.soft)}): the output thread runs SCHED_OTHER, /health warns`);
+      t.equal(child.outputRealtime, false, 'clock.output_realtime false');
+      t.same(fifo, [], `no thread of the child runs SCHED_FIFO (ps: ${JSON.stringify(threads)})`);
+      t.equal(metric, '0', 'audio_engine_pipeline_output_realtime 0');
+      const refused = health.body.realtime_refused as { pipelines: number; reason: string } | undefined;
+      const reason = realtimeRefusal({ limits: engineLimits, status: engineStatus });
+      t.same(refused, { pipelines: 1, reason }, 'realtime_refused: one running pipeline, the reason read from the engine\'s own limits');
+      t.match(reason, /RLIMIT_RTPRIO is \d/, `the reason names the limit: ${reason}`);
+      t.ok(warnings.includes(realtimeWarning({ pipelines: 1, reason })), `the warning: ${JSON.stringify(warnings)}`);
+    }
   });
 
   await t.test("ptp4l with the shipped drop-in: the engine's pmc reads it through the unit's sandbox, and the SDP names its grandmaster", async (t) => {

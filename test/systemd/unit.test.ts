@@ -82,6 +82,13 @@ void t.test('the unit carries the contract choices', async (t) => {
   t.match(filters[deny], /^~@privileged /, 'then @privileged and other groups taken out');
   t.equal(filters.indexOf('capset'), filters.length - 1, 'capset (setpriv calls it before PR_SET_PDEATHSIG) put back last, after the ~ line');
   t.ok(deny >= 0 && deny < filters.indexOf('capset'), 'capset comes after the deny line (systemd applies the lines in order)');
+  // Real time for the clock bridge's threads (SCHED_FIFO 10 output, 5 input): allowed, bounded.
+  t.same(setting('RestrictRealtime'), ['no'], 'RestrictRealtime=no: the output thread may run SCHED_FIFO');
+  t.same(setting('LimitRTPRIO'), ['10'], 'LimitRTPRIO=10: the output thread\'s priority, and no higher');
+  t.same(setting('LimitRTTIME'), ['200ms'], 'LimitRTTIME=200ms: a spinning real-time thread is ended');
+  const rt = filters.findIndex((f) => f.split(/\s+/).includes('sched_setscheduler'));
+  t.ok(rt > deny, 'sched_setscheduler (pthread_setschedparam; in @resources) put back after the ~ line');
+  t.ok(filters[rt]?.split(/\s+/).includes('setrlimit'), 'setrlimit too (the element lowers RLIMIT_RTTIME)');
   const install = readFileSync(path.join(ROOT, 'scripts', 'install-service.sh'), 'utf8');
   const etcMode = /^chmod (0\d{3}) "\$DESTDIR\$ETC"$/m.exec(install)?.[1];
   t.same(setting('ConfigurationDirectoryMode'), [etcMode], `ConfigurationDirectoryMode is the mode install-service.sh gives /etc/audio-engine (${String(etcMode)})`);

@@ -33,9 +33,11 @@ const HealthResponse = Type.Object({
     pipelines_behind: Type.Array(Type.String()),
   })),
   ptp: Type.Optional(PtpHealth),
-  /** Worth a look, not a failure (an unlocked PTP clock). */
+  /** Worth a look, not a failure (an unlocked PTP clock, no real-time output thread). */
   warnings: Type.Optional(Type.Array(Type.String())),
   damaged_records: Type.Optional(Type.Array(Type.Object({ file: Type.String(), reason: Type.String() }))),
+  /** Pipelines run and none's output thread runs real time (SCHED_FIFO): how many, and why. */
+  realtime_refused: Type.Optional(Type.Object({ pipelines: Type.Number(), reason: Type.String() })),
 });
 
 export function healthRoutes(health: EngineHealth, ptp?: Pick<PtpMonitor, 'status'>): FastifyPluginAsyncTypebox {

@@ -311,6 +311,15 @@ export interface PipelineClock {
    * 1 s), seconds since the pipeline was loaded.
    */
   inserted_silence_seconds: number;
+  /**
+   * The current child's output thread runs SCHED_FIFO (real time); absent when its element does
+   * not say. On a busy host this is what keeps packets on time (docs/operations.md).
+   */
+  output_realtime?:
+    | boolean
+    | undefined;
+  /** Its input thread runs SCHED_FIFO (false before the first input buffer and for a paced input). */
+  input_realtime?: boolean | undefined;
 }
 
 export interface ResetLoudnessRequest {
@@ -1634,6 +1643,8 @@ function createBasePipelineClock(): PipelineClock {
     latency_seconds: 0,
     jitter_setpoint_seconds: 0,
     inserted_silence_seconds: 0,
+    output_realtime: undefined,
+    input_realtime: undefined,
   };
 }
 
@@ -1662,6 +1673,12 @@ export const PipelineClock: MessageFns<PipelineClock> = {
     }
     if (message.inserted_silence_seconds !== 0) {
       writer.uint32(65).double(message.inserted_silence_seconds);
+    }
+    if (message.output_realtime !== undefined) {
+      writer.uint32(72).bool(message.output_realtime);
+    }
+    if (message.input_realtime !== undefined) {
+      writer.uint32(80).bool(message.input_realtime);
     }
     return writer;
   },
@@ -1743,6 +1760,22 @@ export const PipelineClock: MessageFns<PipelineClock> = {
             message.inserted_silence_seconds = reader.double();
             continue;
           }
+          case 9: {
+            if (tag !== 72) {
+              break;
+            }
+
+            message.output_realtime = reader.bool();
+            continue;
+          }
+          case 10: {
+            if (tag !== 80) {
+              break;
+            }
+
+            message.input_realtime = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1768,6 +1801,8 @@ export const PipelineClock: MessageFns<PipelineClock> = {
     message.latency_seconds = object.latency_seconds ?? 0;
     message.jitter_setpoint_seconds = object.jitter_setpoint_seconds ?? 0;
     message.inserted_silence_seconds = object.inserted_silence_seconds ?? 0;
+    message.output_realtime = object.output_realtime ?? undefined;
+    message.input_realtime = object.input_realtime ?? undefined;
     return message;
   },
 };
