@@ -52,7 +52,7 @@ export const EngineConfig = Type.Object(
      * Target fill of each pipeline's jitter buffer (the clock bridge's FIFO), ms: the margin
      * against input jitter, and part of the sender-to-RTP latency (docs/clock.md).
      */
-    jitter_ms: Type.Integer({ minimum: 5, maximum: 500, default: 20 }),
+    jitter_ms: Type.Integer({ minimum: 5, maximum: 500, default: 50 }),
   },
   { ...strict, default: {} },
 );

@@ -62,7 +62,7 @@ for (const [what, document, message] of bad) {
 void t.test('clock and jitter defaults; each clock source form is accepted', async (t) => {
   const defaults = checkConfig({}, 'c.toml');
   t.equal(defaults.clock.source, 'tai');
-  t.equal(defaults.engine.jitter_ms, 20);
+  t.equal(defaults.engine.jitter_ms, 50);
   for (const source of ['tai', 'realtime', '/dev/ptp0', '/dev/ptp12']) t.equal(checkConfig({ clock: { source } }, 'c.toml').clock.source, source);
 });
 
