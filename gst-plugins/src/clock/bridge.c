@@ -1,9 +1,11 @@
 /* bridge: see bridge.h. */
 #include "bridge.h"
 
+#include "depth.h"
 #include "drift.h"
 #include "fifo.h"
 #include "loop.h"
+#include "packets.h"
 #include "resampler.h"
 
 #include <math.h>
@@ -22,31 +24,17 @@ struct ClockBridge
   int waited;                   /* paced: the next write waited for room */
   int running, draining, drained;
   size_t fade_pos, fade_len;
-  /* the input's packet P: frames arriving together (writes less than
-   * CLOCK_BRIDGE_CLUSTER_S and half a write apart), the largest in this and
-   * the previous CLOCK_BRIDGE_PACKET_WINDOW_S window of input time */
-  size_t cluster, pkt_cur, pkt_prev, last_write;
-  double gap_cur, gap_prev;     /* the longest gap between packets, frames */
-  double last_write_t, pkt_window_t0;
-  int have_write;
-  unsigned episode_clusters;    /* packets completed since filling began */
-  int ran_dry;                  /* an underrun, no packet since */
-  double dry_gap;               /* s: the gap that ran it dry, its packet
-                                 * still arriving */
-  /* the saw-tooth's depth: average minus lowest fill per window of
-   * CLOCK_BRIDGE_SWING_WINDOW_S output, and its peak-hold (s) */
-  double win_min, win_time, swing;
-  int have_swing, win_trimmed;
   size_t settle_left;           /* output frames left in the settle window */
   uint64_t underruns, overruns, frames_in, frames_out;
   /* the fill as a function of time (see advance_to): its value at the last
    * event, the time of that event, the area under it since the last read */
   double cont_fill, cont_t, area, area_t0;
   int have_t;
-  /* the fill just before each packet below the loop's average (s), a ring */
-  double dips[CLOCK_BRIDGE_DIPS];
-  unsigned n_dips, next_dip;
-  /* the drift: the lower envelope of the arrival times (drift.h) */
+  /* the estimators: the input's packet pattern P and G (packets.h), the
+   * saw-tooth's depth D (depth.h), the drift: the lower envelope of the
+   * arrival times (drift.h) */
+  ClockPackets packets;
+  ClockDepth depth;
   ClockDrift drift;
   /* an underrun while the input was on: refilling, and how long (output
    * frames of silence) since it ran dry */
@@ -86,6 +74,9 @@ clock_bridge_new (unsigned channels, unsigned rate, double target_s,
     return NULL;
   }
   clock_resampler_init (&b->rs);
+  clock_packets_init (&b->packets, rate, b->paced);
+  clock_depth_init (&b->depth, (double) b->target / rate,
+      b->paced ? CLOCK_BRIDGE_PACED_MAX_DEPTH_S : CLOCK_BRIDGE_MAX_DEPTH_S);
   clock_drift_init (&b->drift);
   clock_loop_init (&b->loop, target_s);
   if (b->paced)
@@ -125,8 +116,8 @@ advance_to (ClockBridge * b, double t)
     dt = 0.0;
   b->area += b->cont_fill * dt - r * dt * dt / 2.0;
   b->cont_fill -= r * dt;
-  if (b->running && b->cont_fill < b->win_min)
-    b->win_min = b->cont_fill;
+  if (b->running)
+    clock_depth_low (&b->depth, b->cont_fill);
   b->cont_t = t;
   if (!b->have_t) {
     b->area_t0 = t;
@@ -147,8 +138,8 @@ drift_note (ClockBridge * b, size_t frames, double t)
 {
   /* a pause of the input (a caller gone, a stall): maybe another clock;
    * a write that waited for room came at the output's pace */
-  if (b->have_write && (t - b->last_write_t > CLOCK_BRIDGE_DRIFT_GAP_S
-          || b->waited))
+  if (clock_packets_idle (&b->packets, t, CLOCK_BRIDGE_DRIFT_GAP_S)
+      || b->waited)
     drift_restart (b);
   b->waited = 0;
   clock_drift_note (&b->drift, t, frames, b->rate);
@@ -166,7 +157,6 @@ drift_ppm (const ClockBridge * b)
 static void
 empty_fifo (ClockBridge * b)
 {
-  b->episode_clusters = 0;
   clock_fifo_drop (&b->fifo, clock_fifo_frames (&b->fifo));
   b->rs.frac = 0.0;
 }
@@ -175,20 +165,14 @@ void
 clock_bridge_flush (ClockBridge * b)
 {
   empty_fifo (b);
-  b->cluster = b->pkt_cur = b->pkt_prev = 0;
-  b->gap_cur = b->gap_prev = 0.0;
-  b->have_write = b->have_swing = 0;
+  clock_packets_reset (&b->packets);
+  clock_depth_reset (&b->depth);
   b->running = b->draining = b->drained = 0;
-  b->n_dips = b->next_dip = 0;
-  b->ran_dry = 0;
   b->refill = 0;
   b->late_max = 0.0;
-  b->dry_gap = 0.0;
   drift_restart (b);
   b->ratio = 1.0 + b->loop.integ;
 }
-
-static double setpoint_s (const ClockBridge * b);
 
 /* the largest depth kept below the average fill */
 static double
@@ -197,121 +181,30 @@ max_depth_s (const ClockBridge * b)
   return b->paced ? CLOCK_BRIDGE_PACED_MAX_DEPTH_S : CLOCK_BRIDGE_MAX_DEPTH_S;
 }
 
-/* P from the packets that are complete (what a burst is measured against) */
-static size_t
-packet_closed (const ClockBridge * b)
-{
-  return b->pkt_cur > b->pkt_prev ? b->pkt_cur : b->pkt_prev;
-}
-
-/* G: the longest time without input between packets (frames), in this and
- * the previous window; at least P */
-static double
-gap_frames (const ClockBridge * b)
-{
-  double g = b->gap_cur > b->gap_prev ? b->gap_cur : b->gap_prev;
-  double p = (double) packet_closed (b);
-
-  return g > p ? g : p;
-}
-
-/* P including the packet arriving now */
-static size_t
-packet_frames (const ClockBridge * b)
-{
-  size_t p = packet_closed (b);
-
-  return p > b->cluster ? p : b->cluster;
-}
-
-/* A gap that ran the FIFO dry, input back within CLOCK_BRIDGE_PAUSE_S, and
- * the packet that ended it complete: when that packet carries at least half
- * the gap's audio it was late, not lost (a burst pattern: the sender held
- * the audio), and the gap is learnt: the next start fill covers it and the
- * depth kept below the average is at least the gap less half a packet.  A
- * small packet after the gap is a stall (the audio of the gap is gone). */
-static void
-learn_dry_gap (ClockBridge * b)
-{
-  double gap = b->dry_gap;
-
-  b->dry_gap = 0.0;
-  if ((double) b->cluster >= 0.5 * gap * b->rate) {
-    double need = gap - 0.5 * (double) b->cluster / b->rate;
-
-    if (gap * b->rate > b->gap_cur)
-      b->gap_cur = gap * b->rate;
-    if (need > max_depth_s (b))
-      need = max_depth_s (b);
-    if (!b->have_swing || need > b->swing) {
-      b->swing = need;
-      b->have_swing = 1;
-    }
-  }
-}
-
-/* records a write of frames at t in the packet estimate */
+/* a write of frames at t in the packet pattern, and what the bridge learns
+ * from it: a new stream (the depth is learnt again; the input stopped, so
+ * an underrun was not a late packet); a gap that ran the FIFO dry (the
+ * overrun limit allows for what it held up, which comes after it); the
+ * packet after such a gap complete and large: the gap was late input, not
+ * lost (the depth kept below the average is at least the gap less half
+ * that packet) */
 static void
 note_write (ClockBridge * b, size_t frames, double t)
 {
-  double gap = t - b->last_write_t;
+  ClockPacketsNote note;
 
-  /* input back after a pause: maybe another sender (an SRT caller after
-   * the last left), whose packets need not look like the last one's: the
-   * pattern is learnt again (the drift line restarts too, drift_note) */
-  if (b->have_write && gap >= CLOCK_BRIDGE_PAUSE_S) {
-    b->have_write = 0;
-    b->have_swing = 0;
-    b->n_dips = b->next_dip = 0;
-    b->cluster = 0;
-    b->dry_gap = 0.0;
-    b->ran_dry = 0;
-    b->refill = 0;              /* the input stopped: not a late packet */
+  clock_packets_note (&b->packets, frames, t, b->running, &note);
+  if (note.new_stream) {
+    clock_depth_reset (&b->depth);
+    b->refill = 0;
     b->late_max = 0.0;
   }
-  if (!b->have_write || t - b->pkt_window_t0 >= CLOCK_BRIDGE_PACKET_WINDOW_S) {
-    b->pkt_prev = b->have_write ? b->pkt_cur : 0;
-    b->pkt_cur = 0;
-    b->gap_prev = b->have_write ? b->gap_cur : 0.0;
-    b->gap_cur = 0.0;
-    b->pkt_window_t0 = t;
-  }
-  /* together: less than half the previous write's duration apart */
-  if (b->have_write && gap <= CLOCK_BRIDGE_CLUSTER_S
-      && gap < 0.5 * (double) b->last_write / b->rate) {
-    b->cluster += frames;
-  } else {
-    /* the first packet after (re)connecting may be a backlog (a demuxer
-     * releasing what it held, a sender catching up): not a packet; nor is
-     * one that carried much more audio than the time to the next (a late
-     * packet's backlog on a busy host, the start of a stream released at
-     * once): the sender's packets are as long as the time between them
-     * (a paced input's bursts are its pages: they count) */
-    if (b->cluster > b->pkt_cur && (b->running || b->episode_clusters > 0)
-        && (b->paced
-            || (double) b->cluster <= CLOCK_BRIDGE_BACKLOG_RATIO * gap * b->rate))
-      b->pkt_cur = b->cluster;
-    if (b->have_write && !b->running)
-      b->episode_clusters++;
-    if (b->dry_gap > 0.0)       /* the packet after a dry gap is complete */
-      learn_dry_gap (b);
-    b->cluster = frames;
-    if (b->have_write && b->ran_dry && gap < CLOCK_BRIDGE_PAUSE_S) {
-      b->dry_gap = gap;         /* judged when its packet is complete */
-      /* what was held up comes after it: not an overrun */
-      if (gap > b->late_max)
-        b->late_max = gap < max_depth_s (b) ? gap : max_depth_s (b);
-    } else if (b->have_write && (b->running || (b->episode_clusters > 1
-                && gap < CLOCK_BRIDGE_PAUSE_S)) && gap * b->rate > b->gap_cur) {
-      /* while running, and between the packets seen while filling (not
-       * the one after the first: that may end a backlog) */
-      b->gap_cur = gap * b->rate;
-    }
-    b->ran_dry = 0;
-  }
-  b->last_write_t = t;
-  b->last_write = frames;
-  b->have_write = 1;
+  if (note.late_gap_s > 0.0)
+    clock_depth_at_least (&b->depth, note.late_gap_s -
+        0.5 * (double) note.late_packet / b->rate);
+  if (note.dry_gap_s > b->late_max)
+    b->late_max = note.dry_gap_s < max_depth_s (b) ? note.dry_gap_s :
+        max_depth_s (b);
 }
 
 /* the fill right after a packet at which the lowest fill, just before the
@@ -322,11 +215,12 @@ note_write (ClockBridge * b, size_t frames, double t)
 static double
 start_fill (const ClockBridge * b)
 {
-  double p = (double) (b->running ? packet_closed (b) : packet_frames (b));
-  double g = gap_frames (b);
+  double p = (double) (b->running ? clock_packets_closed (&b->packets) :
+      clock_packets_size (&b->packets));
+  double g = clock_packets_gap (&b->packets);
   double fill = (double) b->target + (g > p ? g : p);
 
-  return b->have_swing ? fill : fill + 0.5 * p;
+  return clock_depth_known (&b->depth) ? fill : fill + 0.5 * p;
 }
 
 /* the average fill the loop keeps: target + the saw-tooth's depth below
@@ -334,8 +228,8 @@ start_fill (const ClockBridge * b)
 static double
 setpoint_s (const ClockBridge * b)
 {
-  double depth = b->have_swing ? b->swing :
-      CLOCK_BRIDGE_DEPTH_GUESS * gap_frames (b) / b->rate;
+  double depth = clock_depth_known (&b->depth) ? clock_depth_s (&b->depth) :
+      CLOCK_BRIDGE_DEPTH_GUESS * clock_packets_gap (&b->packets) / b->rate;
 
   return (double) b->target / b->rate + depth;
 }
@@ -345,75 +239,21 @@ setpoint_s (const ClockBridge * b)
 static double
 limit_frames (const ClockBridge * b)
 {
-  return setpoint_s (b) * b->rate + (double) packet_closed (b) +
-      (double) b->target + (CLOCK_BRIDGE_OVERFLOW_S + b->late_max) * b->rate;
+  return setpoint_s (b) * b->rate +
+      (double) clock_packets_closed (&b->packets) + (double) b->target +
+      (CLOCK_BRIDGE_OVERFLOW_S + b->late_max) * b->rate;
 }
 
+/* the loop holds the setpoint: no transient (the settle window), the
+ * filtered fill near it (it still ripples by a fraction of a large
+ * packet); only then is the saw-tooth's depth measured */
 static int
-compare_doubles (const void *a, const void *b)
+steady (const ClockBridge * b)
 {
-  double x = *(const double *) a, y = *(const double *) b;
-
-  return x < y ? -1 : x > y;
-}
-
-/* the depth the recorded dips ask for: their CLOCK_BRIDGE_DIP_QUANTILE
- * quantile keeps `target` as the reserve below the usual packets; and the
- * deepest dip keeps at least CLOCK_BRIDGE_DIP_GUARD_S below the rarest
- * (a packet a busy host delivered tens of ms late: with the quantile
- * alone the next one like it runs the FIFO dry) */
-static double
-dip_depth (const ClockBridge * b)
-{
-  double sorted[CLOCK_BRIDGE_DIPS];
-  double q, deepest;
-  size_t k;
-
-  memcpy (sorted, b->dips, b->n_dips * sizeof (double));
-  qsort (sorted, b->n_dips, sizeof (double), compare_doubles);
-  k = (size_t) llround (CLOCK_BRIDGE_DIP_QUANTILE * (b->n_dips - 1));
-  q = sorted[k];
-  deepest = q + CLOCK_BRIDGE_DIP_SPREAD * (sorted[b->n_dips - 1] - q) +
-      CLOCK_BRIDGE_DIP_GUARD_S - (double) b->target / b->rate;
-  return q > deepest ? q : deepest;
-}
-
-/* after each read while running: the depth of the window (the dips'
- * quantile, or the lowest fill of the window against the loop's average
- * while few dips are known).  Windows with a trim (start, overrun, settle)
- * in them are not measured. */
-static void
-note_swing (ClockBridge * b, double span)
-{
-  double w;
-
-  b->win_time += span;
-  if (b->win_time < CLOCK_BRIDGE_SWING_WINDOW_S)
-    return;
-  w = b->n_dips >= CLOCK_BRIDGE_DIPS_MIN ? dip_depth (b) :
-      clock_loop_fill (&b->loop) - b->win_min;
-  if (w > max_depth_s (b))      /* bounds the FIFO's use */
-    w = max_depth_s (b);
-  /* measured only while the loop holds the setpoint (no transient; the
-   * filtered fill still ripples by a fraction of a large packet) */
-  if (b->settle_left == 0 && !b->win_trimmed && w >= 0.0
+  return b->settle_left == 0
       && fabs (clock_loop_fill (&b->loop) - setpoint_s (b)) <
       fmax (CLOCK_LOOP_REACQUIRE_S,
-          0.25 * (double) packet_closed (b) / b->rate)) {
-    if (!b->have_swing || w > b->swing) {
-      b->swing = w;
-    } else {
-      /* down slowly: the loop follows a falling setpoint with a bias of
-       * the fall rate, at most CLOCK_BRIDGE_SWING_FALL (s per s) */
-      double fall = (b->swing - w) * b->win_time / CLOCK_BRIDGE_SWING_DECAY_S;
-      double most = CLOCK_BRIDGE_SWING_FALL * b->win_time;
-      b->swing -= fall < most ? fall : most;
-    }
-    b->have_swing = 1;
-  }
-  b->win_time = 0.0;
-  b->win_min = 1e9;
-  b->win_trimmed = 0;
+          0.25 * (double) clock_packets_closed (&b->packets) / b->rate);
 }
 
 /* drops the oldest frames down to start_fill(); the cut fades in.  Paced:
@@ -432,7 +272,7 @@ trim_to_target (ClockBridge * b)
   if (excess >= 1.0)
     clock_fifo_drop (&b->fifo, (size_t) excess);
   b->fade_pos = 0;
-  b->win_trimmed = 1;
+  clock_depth_skip_window (&b->depth);
 }
 
 /* paced: the fill a write may not exceed (a packet above the saw-tooth's
@@ -478,8 +318,7 @@ open_settle_window (ClockBridge * b)
 static void
 start (ClockBridge * b)
 {
-  b->win_time = 0.0;
-  b->win_min = 1e9;
+  clock_depth_new_window (&b->depth);
   trim_to_target (b);
   b->running = 1;
   open_settle_window (b);
@@ -504,9 +343,8 @@ resume (ClockBridge * b)
   b->refill = 0;
   b->running = 1;
   b->fade_pos = 0;
-  b->win_time = 0.0;
-  b->win_min = 1e9;
-  b->win_trimmed = 1;           /* this window is not the usual pattern */
+  clock_depth_new_window (&b->depth);
+  clock_depth_skip_window (&b->depth);  /* not the usual pattern */
   clock_loop_set_target (&b->loop, setpoint_s (b));
   clock_loop_restart (&b->loop, fill_frames (b) / b->rate);
   b->ratio = 1.0 + b->loop.u;
@@ -522,13 +360,9 @@ clock_bridge_write (ClockBridge * b, const float *interleaved, size_t frames,
     return;
   advance_to (b, t);
   /* a packet begins (not the rest of one): its dip, while the loop holds */
-  if (b->running && b->settle_left == 0 && b->have_write
-      && t - b->last_write_t > CLOCK_BRIDGE_CLUSTER_S) {
-    b->dips[b->next_dip] = clock_loop_fill (&b->loop) - b->cont_fill;
-    b->next_dip = (b->next_dip + 1) % CLOCK_BRIDGE_DIPS;
-    if (b->n_dips < CLOCK_BRIDGE_DIPS)
-      b->n_dips++;
-  }
+  if (b->running && b->settle_left == 0
+      && clock_packets_idle (&b->packets, t, CLOCK_BRIDGE_CLUSTER_S))
+    clock_depth_dip (&b->depth, clock_loop_fill (&b->loop) - b->cont_fill);
   drift_note (b, frames, t);
   b->frames_in += frames;
   if (frames > f->capacity / 2) {       /* keep the newest part only */
@@ -556,7 +390,8 @@ clock_bridge_write (ClockBridge * b, const float *interleaved, size_t frames,
     } else if (!b->running) {
       /* two packets seen: the packet size is known (paced: at the latest
        * when the largest fill is reached; the input waits from then on) */
-      if ((b->episode_clusters >= 2 && fill_frames (b) >= start_fill (b))
+      if ((clock_packets_count (&b->packets) >= 2
+              && fill_frames (b) >= start_fill (b))
           || (b->paced && fill_frames (b) >=
               CLOCK_BRIDGE_PACED_MAX_FILL_S * b->rate))
         start (b);
@@ -565,7 +400,7 @@ clock_bridge_write (ClockBridge * b, const float *interleaved, size_t frames,
         b->overruns++;
       /* the drift line counts every frame received, trimmed or not: its
        * offset does not jump */
-      b->cluster = 0;           /* a burst is not a packet */
+      clock_packets_burst (&b->packets);        /* not a packet */
       trim_to_target (b);
       open_settle_window (b);
     }
@@ -595,7 +430,8 @@ clock_bridge_read (ClockBridge * b, float *out, size_t frames, double t)
   span = t - b->area_t0;
   if (b->running && !b->draining) {
     double avg = span > 0.0 ? b->area / span : b->cont_fill;
-    note_swing (b, span);
+    clock_depth_window (&b->depth, span, clock_loop_fill (&b->loop),
+        steady (b));
     clock_loop_set_target (&b->loop, setpoint_s (b));
     /* the drift line, once it is long enough, is the loop's integral
      * part: the fill's disturbances (late packets on a busy host) then
@@ -627,12 +463,12 @@ clock_bridge_read (ClockBridge * b, float *out, size_t frames, double t)
         b->drained = 1;
       } else {
         b->underruns++;
-        b->ran_dry = 1;
         b->refill = 1;
         b->refill_frames = 0;
       }
       b->running = 0;
       empty_fifo (b);
+      clock_packets_emptied (&b->packets, !b->draining);
     }
   }
   if (k < frames) {
@@ -669,7 +505,7 @@ clock_bridge_stats (const ClockBridge * b, ClockBridgeStats * s)
   s->fill_s = b->running ? clock_loop_fill (&b->loop) :
       fill_frames (b) / b->rate;
   s->target_s = (double) b->target / b->rate;
-  s->packet_s = (double) packet_frames (b) / b->rate;
+  s->packet_s = (double) clock_packets_size (&b->packets) / b->rate;
   s->setpoint_s = setpoint_s (b);
   s->ratio = b->ratio;
   s->underruns = b->underruns;

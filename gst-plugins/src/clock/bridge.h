@@ -1,37 +1,27 @@
-/* bridge: the clock bridge's DSP core (pure C, no GStreamer types).
+/* bridge: the clock bridge's DSP core (pure C, no GStreamer types): its
+ * state machine.
  *
  * The input side writes frames when they arrive (the sender's clock); the
  * output side reads exactly as many frames as it asks for (the output
  * clock).  Between them: a planar FIFO (fifo.h), a windowed-sinc fractional
  * resampler (sinc.h) whose ratio the control loop (loop.h) steers so that
- * the FIFO stays at the target fill.
+ * the FIFO stays at the target fill.  Three estimators watch the input:
+ * its packet pattern (packets.h), the depth of the fill's saw-tooth
+ * (depth.h) and its drift (drift.h).
  *
  * The target is the reserve: the lowest fill, just before a packet
- * arrives.  Input comes in packets (P frames arriving together: writes
- * less than half a write's duration and CLOCK_BRIDGE_CLUSTER_S apart; the
- * largest in the last 10-20 s of input).  An ffmpeg MPEG-TS sender packs 8
- * AAC frames (170 ms) per PES, decoded back to back; a steady sender one
- * frame (21 ms); an Icecast source leaves 93 ms holes and then catches up.
- * The fill is a saw-tooth; the loop keeps its average at the setpoint
- * target + D, D the saw-tooth's depth below its average: the fill just
- * before each packet (its dip) is recorded against the loop's average, and
- * D is the CLOCK_BRIDGE_DIP_QUANTILE quantile of the last
- * CLOCK_BRIDGE_DIPS dips (per 1 s window of output; the window's lowest
- * fill until CLOCK_BRIDGE_DIPS_MIN dips are known, max(P, G)/2 before the
- * first window), peak-hold, falling toward smaller depths with a 30 s time
- * constant but at most 0.02 ms per s.  So the usual packet pattern keeps
- * the target as its reserve, and the target is the margin for the packet
- * that comes later than usual (a sender's scheduling, the network); a
- * quantile, not the deepest dip, so that such a packet does not move the
- * setpoint (and the latency) each time it comes.
- *
- * A late packet of a busy host is not a shallow saw-tooth: the depth also
- * keeps CLOCK_BRIDGE_DIP_GUARD_S below CLOCK_BRIDGE_DIP_SPREAD x the
- * deepest recorded dip's distance from the quantile (a host whose packets
- * come 15 ms later than usual now and then will bring one 30 ms late).
- * A packet that carried much more audio than the time to the next one
- * (CLOCK_BRIDGE_BACKLOG_RATIO: a late packet's backlog, a stream's start
- * released at once) is not the sender's packet size.
+ * arrives.  Input comes in packets: P frames arriving together, the
+ * largest in the last 10-20 s of input; G, the longest time between them
+ * (packets.h).  The fill is a saw-tooth; the loop keeps its average at the
+ * setpoint target + D, D the saw-tooth's depth below its average (depth.h:
+ * a quantile of the fill just before each packet, against the loop's
+ * average, peak-hold, falling slowly; max(P, G) x CLOCK_BRIDGE_DEPTH_GUESS
+ * before the first window, at most CLOCK_BRIDGE_MAX_DEPTH_S).  So the
+ * usual packet pattern keeps the target as its reserve, and the target is
+ * the margin for the packet that comes later than usual (a sender's
+ * scheduling, the network).  The bridge measures D only while the loop
+ * holds the setpoint (no settle window, the filtered fill near it) and
+ * records a dip at each packet's first write while it does.
  *
  * The drift reported is not the loop's integrator but the slope of the
  * input against the output clock: the lower envelope of the arrival times
@@ -102,28 +92,19 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* the estimators' constants are in packets.h (CLOCK_BRIDGE_CLUSTER_S,
+ * _BACKLOG_RATIO, _PACKET_WINDOW_S, _PAUSE_S) and depth.h
+ * (CLOCK_BRIDGE_SWING_*, _DIPS, _DIPS_MIN, _DIP_*) */
 #define CLOCK_BRIDGE_FADE_S 0.005
 #define CLOCK_BRIDGE_OVERFLOW_S 0.02
 #define CLOCK_BRIDGE_SETTLE_S 0.5
-#define CLOCK_BRIDGE_CLUSTER_S 0.005
-#define CLOCK_BRIDGE_BACKLOG_RATIO 1.5
-#define CLOCK_BRIDGE_PACKET_WINDOW_S 10.0
-#define CLOCK_BRIDGE_SWING_WINDOW_S 1.0
-#define CLOCK_BRIDGE_SWING_DECAY_S 30.0
-#define CLOCK_BRIDGE_SWING_FALL 0.00002
 #define CLOCK_BRIDGE_DEPTH_GUESS 0.5
 #define CLOCK_BRIDGE_MAX_DEPTH_S 0.5
 #define CLOCK_BRIDGE_PACED_MAX_DEPTH_S 2.0
 #define CLOCK_BRIDGE_PACED_MAX_FILL_S 4.0
 #define CLOCK_BRIDGE_PACED_MAX_U 0.002
 #define CLOCK_BRIDGE_SETTLE_MARGIN_S 0.005
-#define CLOCK_BRIDGE_DIPS 256
-#define CLOCK_BRIDGE_DIPS_MIN 8
-#define CLOCK_BRIDGE_DIP_QUANTILE 0.95
-#define CLOCK_BRIDGE_DIP_GUARD_S 0.005
-#define CLOCK_BRIDGE_DIP_SPREAD 2.0
 #define CLOCK_BRIDGE_DRIFT_GAP_S 1.0
-#define CLOCK_BRIDGE_PAUSE_S 1.0
 
 typedef struct ClockBridge ClockBridge;
 

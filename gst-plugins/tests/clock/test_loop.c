@@ -1,5 +1,5 @@
 /* The clock bridge's control loop on a simulated input clock (bridge.c with
- * loop.c, fifo.c, sinc.c; no GStreamer).
+ * its estimators, loop.c, fifo.c, sinc.c; no GStreamer).
  *
  * The input sends packets of PACKET frames at (1 + d) x 48000 frames per
  * second of the output clock; the output reads a 4 ms chunk every 4 ms.

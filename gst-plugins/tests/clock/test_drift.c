@@ -1,0 +1,290 @@
+/* The drift estimator alone (drift.c): synthetic arrival times of a
+ * sender's writes, 1024 frames each at (1 + d) x 48000 frames per second of
+ * the output clock, each arriving late by a random, one-sided amount
+ * (never early; a late write delays the ones queued behind it), from a
+ * seeded PRNG of this file.  Checked:
+ *   - d = 0, +-100, -250, +-1000 ppm: from FROM_S on the slope is within
+ *     TOL_PPM of d; not ready before CLOCK_DRIFT_MIN_S, ready after;
+ *   - lateness that grows over the run (a host getting busier): a
+ *     least-squares line through every arrival is off by more than
+ *     10 x TOL_PPM, the lower envelope is not;
+ *   - an offset step of +-10 ms at 60 s (a sender that fell behind for
+ *     good, a demuxer that now holds a frame less): the slope stays within
+ *     TOL_PPM of d throughout;
+ *   - a step of the rate -500 -> +500 ppm at 60 s: the line starts again
+ *     (not ready for a while) and then gives the new rate;
+ *   - whole bins of late arrivals (2.5 s of every 6 s in the second half
+ *     15 ms late: stalls of the input thread longer than a bin, shorter
+ *     than CLOCK_DRIFT_STEP_BINS bins): rejected, the slope stays within
+ *     TOL_PPM;
+ *   - clock_drift_restart forgets the old sender. */
+#include "drift.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define RATE 48000
+#define WRITE 1024
+#define FROM_S 30.0
+#define TOL_PPM 3.0
+
+static int failures;
+
+#define CHECK(cond, ...) do { if (!(cond)) { failures++; \
+  printf ("FAIL: "); printf (__VA_ARGS__); printf ("\n"); } } while (0)
+
+/* xorshift64*: the same sequence on every host and libc */
+static uint64_t rng_state;
+
+static void
+rng_seed (uint64_t seed)
+{
+  rng_state = seed * 0x9E3779B97F4A7C15ull + 1;
+}
+
+/* uniform in [0, 1) */
+static double
+rng_uniform (void)
+{
+  rng_state ^= rng_state >> 12;
+  rng_state ^= rng_state << 25;
+  rng_state ^= rng_state >> 27;
+  return (double) ((rng_state * 0x2545F4914F6CDD1Dull) >> 11) /
+      9007199254740992.0;
+}
+
+/* one-sided lateness: a third of the writes on time (within 0.2 ms), the
+ * rest late by an exponential amount of mean `mean` s */
+static double
+lateness (double mean)
+{
+  if (rng_uniform () < 0.3)
+    return 0.0002 * rng_uniform ();
+  return -mean * log (1.0 - rng_uniform ());
+}
+
+typedef struct
+{
+  const char *name;
+  double ppm, ppm_after;        /* the sender's rate before and after step_s */
+  double step_s;                /* < 0: no step */
+  double offset_step_s;         /* arrivals this much later from step_s on */
+  double late_mean_s, late_mean_end_s;  /* mean lateness at 0 s and the end */
+  int late_bins;                /* stalls in the second half */
+  double duration_s;
+  double check_from_s;          /* the slope is checked from here on */
+} Case;
+
+/* feeds one case; returns the largest |rate - truth| from check_from_s on,
+ * and the naive least-squares slope through every arrival; *restarted:
+ * the line was ready and then not (it started again) */
+static double
+run (const Case * c, ClockDrift * d, double *naive_ppm, int *restarted)
+{
+  double y = 0.0, t_send = 0.0, prev = -1.0, worst = 0.0;
+  double sw = 0, st = 0, so = 0, stt = 0, sto = 0;
+  int was_ready = 0;
+
+  clock_drift_init (d);
+  *restarted = 0;
+  while (t_send < c->duration_s) {
+    int after = c->step_s >= 0 && t_send >= c->step_s;
+    double ppm = after ? c->ppm_after : c->ppm;
+    double mean = c->late_mean_s + (c->late_mean_end_s - c->late_mean_s) *
+        t_send / c->duration_s;
+    double arrive = t_send + lateness (mean);
+
+    if (after)
+      arrive += c->offset_step_s;
+    if (c->late_bins && t_send >= c->duration_s / 2
+        && fmod (t_send, 6.0) < 2.5)
+      arrive += 0.015;
+    if (arrive < prev)          /* queued behind a late write */
+      arrive = prev;
+    prev = arrive;
+    clock_drift_note (d, arrive, WRITE, RATE);
+    y += (double) WRITE / RATE;
+    /* the naive line: every offset arrival - input time */
+    sw += 1;
+    st += arrive;
+    so += arrive - y;
+    stt += arrive * arrive;
+    sto += arrive * (arrive - y);
+    if (was_ready && !clock_drift_ready (d))
+      *restarted = 1;
+    was_ready = clock_drift_ready (d);
+    if (t_send >= c->check_from_s) {
+      double err = clock_drift_ready (d) ?
+          fabs (clock_drift_rate (d) * 1e6 - ppm) : INFINITY;
+      if (err > worst)
+        worst = err;
+    }
+    t_send += (double) WRITE / (RATE * (1.0 + ppm * 1e-6));
+  }
+  *naive_ppm = -(sto - st * so / sw) / (stt - st * st / sw) * 1e6;
+  return worst;
+}
+
+static void
+rates (void)
+{
+  const double ppms[] = { 0, 100, -100, -250, 1000, -1000 };
+
+  for (size_t i = 0; i < sizeof (ppms) / sizeof (ppms[0]); i++) {
+    Case c = { "rate", ppms[i], ppms[i], -1, 0, 0.004, 0.004, 0, 120, FROM_S };
+    ClockDrift d;
+    double naive, worst;
+    int restarted;
+
+    rng_seed (1 + i);
+    worst = run (&c, &d, &naive, &restarted);
+    printf ("%+6.0f ppm: %+9.3f ppm at the end, |error| from %.0f s at most "
+        "%.3f ppm (se %.3f ppm)\n", ppms[i], clock_drift_rate (&d) * 1e6,
+        FROM_S, worst, d.se * 1e6);
+    CHECK (worst <= TOL_PPM, "%+.0f ppm: off by %.3f ppm", ppms[i], worst);
+    CHECK (!restarted, "%+.0f ppm: the line restarted", ppms[i]);
+  }
+}
+
+/* not ready while the line spans less than CLOCK_DRIFT_MIN_S */
+static void
+readiness (void)
+{
+  ClockDrift d;
+  double t = 0.0;
+  int ready_early = 0, ready_late = 0;
+
+  rng_seed (7);
+  clock_drift_init (&d);
+  while (t < 20.0) {
+    clock_drift_note (&d, t + lateness (0.004), WRITE, RATE);
+    if (t < CLOCK_DRIFT_MIN_S && clock_drift_ready (&d))
+      ready_early = 1;
+    t += (double) WRITE / RATE;
+  }
+  ready_late = clock_drift_ready (&d);
+  printf ("ready before %.0f s: %s; at 20 s: %s\n", CLOCK_DRIFT_MIN_S,
+      ready_early ? "yes" : "no", ready_late ? "yes" : "no");
+  CHECK (!ready_early, "ready before %.0f s", CLOCK_DRIFT_MIN_S);
+  CHECK (ready_late, "not ready after 20 s");
+}
+
+static void
+busier (void)
+{
+  Case c = { "busier", 200, 200, -1, 0, 0.001, 0.030, 0, 120, FROM_S };
+  ClockDrift d;
+  double naive, worst;
+  int restarted;
+
+  rng_seed (11);
+  worst = run (&c, &d, &naive, &restarted);
+  printf ("lateness 1 -> 30 ms: envelope |error| at most %.3f ppm, a line "
+      "through every arrival %+.1f ppm (true %+.0f)\n", worst, naive, c.ppm);
+  CHECK (worst <= TOL_PPM, "busier host: off by %.3f ppm", worst);
+  CHECK (fabs (naive - c.ppm) > 10 * TOL_PPM,
+      "busier host: the naive line is not biased (%.1f ppm): the case "
+      "tests nothing", naive);
+}
+
+static void
+offset_steps (void)
+{
+  const double steps[] = { 0.010, -0.010 };
+
+  for (size_t i = 0; i < 2; i++) {
+    /* checked from FROM_S through the step to the end */
+    Case c = { "offset", -300, -300, 60, steps[i], 0.004, 0.004, 0, 150,
+      FROM_S
+    };
+    ClockDrift d;
+    double naive, worst;
+    int restarted;
+
+    rng_seed (20 + i);
+    worst = run (&c, &d, &naive, &restarted);
+    printf ("offset step %+.0f ms at 60 s: |error| from %.0f s at most "
+        "%.3f ppm, restarted: %s\n", steps[i] * 1e3, FROM_S, worst,
+        restarted ? "yes" : "no");
+    CHECK (worst <= TOL_PPM, "offset step %+.0f ms: off by %.3f ppm",
+        steps[i] * 1e3, worst);
+    CHECK (!restarted, "offset step %+.0f ms: the line restarted",
+        steps[i] * 1e3);
+  }
+}
+
+static void
+rate_step (void)
+{
+  /* checked from FROM_S after the step */
+  Case c = { "rate step", -500, 500, 60, 0, 0.004, 0.004, 0, 150,
+    60 + FROM_S
+  };
+  ClockDrift d;
+  double naive, worst;
+  int restarted;
+
+  rng_seed (30);
+  worst = run (&c, &d, &naive, &restarted);
+  printf ("rate step -500 -> +500 ppm at 60 s: restarted: %s, |error| "
+      "from %.0f s after it at most %.3f ppm\n", restarted ? "yes" : "no",
+      FROM_S, worst);
+  CHECK (restarted, "rate step: the line did not start again");
+  CHECK (worst <= TOL_PPM, "rate step: off by %.3f ppm", worst);
+}
+
+static void
+late_bins (void)
+{
+  Case c = { "late bins", 400, 400, -1, 0, 0.004, 0.004, 1, 120, FROM_S };
+  ClockDrift d;
+  double naive, worst;
+  int restarted;
+
+  rng_seed (40);
+  worst = run (&c, &d, &naive, &restarted);
+  printf ("2.5 s of every 6 s of the second half 15 ms late: |error| from "
+      "%.0f s at most %.3f ppm\n", FROM_S, worst);
+  CHECK (worst <= TOL_PPM, "late bins: off by %.3f ppm", worst);
+  CHECK (!restarted, "late bins: the line restarted");
+}
+
+static void
+restart (void)
+{
+  ClockDrift d;
+  double t = 0.0;
+
+  rng_seed (50);
+  clock_drift_init (&d);
+  for (; t < 30.0; t += (double) WRITE / (RATE * (1 + 800e-6)))
+    clock_drift_note (&d, t + lateness (0.004), WRITE, RATE);
+  CHECK (clock_drift_ready (&d) && fabs (clock_drift_rate (&d) * 1e6 - 800)
+      <= TOL_PPM, "restart: the first sender's rate %.3f ppm",
+      clock_drift_rate (&d) * 1e6);
+  clock_drift_restart (&d);
+  CHECK (!clock_drift_ready (&d), "restart: still ready");
+  /* another sender, 1 s later, at -800 ppm */
+  for (t += 1.0; t < 61.0; t += (double) WRITE / (RATE * (1 - 800e-6)))
+    clock_drift_note (&d, t + lateness (0.004), WRITE, RATE);
+  printf ("restart: the next sender %+.3f ppm (true -800)\n",
+      clock_drift_rate (&d) * 1e6);
+  CHECK (clock_drift_ready (&d) && fabs (clock_drift_rate (&d) * 1e6 + 800)
+      <= TOL_PPM, "restart: the next sender's rate %.3f ppm",
+      clock_drift_rate (&d) * 1e6);
+}
+
+int
+main (void)
+{
+  rates ();
+  readiness ();
+  busier ();
+  offset_steps ();
+  rate_step ();
+  late_bins ();
+  restart ();
+  printf ("%s\n", failures ? "FAILED" : "ok");
+  return failures ? 1 : 0;
+}
