@@ -12,7 +12,7 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { createInterface, type Interface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { findLeftovers } from '../src/supervisor/reap.js';
+import { findLeftovers } from '../src/process/reap.js';
 import { freeTcpPort } from '../test/helpers/ports.js';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');

@@ -20,20 +20,20 @@ import { checkGstreamer, gstEnvironment } from './gst/environment.js';
 import { readOwnProcess, realtimeRefused } from './gst/realtime.js';
 import { buildGrpcServer, type GrpcEdge } from './grpc/server.js';
 import { EngineHealth } from './health.js';
+import { buildDashboardServer } from './http/dashboard-server.js';
 import { buildRestServer } from './http/server.js';
 import { withSdp } from './http/routes/pipelines.js';
 import { registerPtpMetrics } from './metrics/ptp-metrics.js';
 import { createMetrics } from './metrics/registry.js';
 import { probeUdpPort } from './net/udp-port.js';
+import { launchChild, runCommand } from './process/child.js';
+import { reapLeftovers } from './process/reap.js';
 import { PipelineStore } from './store/pipeline-store.js';
 import { DEFAULT_BACKOFF } from './supervisor/backoff.js';
-import { buildDashboardServer } from './stations/dashboard.js';
 import { findPortHolder, probeTcpPort } from './stations/port-holder.js';
 import { harborPort } from './stations/station.js';
 import { Stations } from './stations/stations.js';
 import { StationValuesStore } from './store/station-values.js';
-import { launchChild, runCommand } from './supervisor/child.js';
-import { reapLeftovers } from './supervisor/reap.js';
 import { PipelineRegistry } from './supervisor/registry.js';
 import { VERSION } from './version.js';
 
@@ -70,7 +70,7 @@ export const PREROLL_EXIT_MS = 2000;
 
 /**
  * Type=notify readiness: under systemd (NOTIFY_SOCKET set) `systemd-notify --ready`, run like any
- * other child of the engine (supervisor/child.ts). The unit has NotifyAccess=all because the
+ * other child of the engine (process/child.ts). The unit has NotifyAccess=all because the
  * message comes from that helper, not from the main process; systemd-notify waits until systemd
  * has read it, so the message is not lost when the helper exits. Never fatal.
  */

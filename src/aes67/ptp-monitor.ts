@@ -6,7 +6,7 @@
  */
 import path from 'node:path';
 import type { Logger } from 'pino';
-import { runCommand, type RunResult } from '../supervisor/child.js';
+import { runCommand, type RunResult } from '../process/child.js';
 import { NO_PTP, parsePmc, PMC_QUERY, ptpStatusOf, type PtpStatus } from './pmc.js';
 
 export interface PtpMonitorOptions {

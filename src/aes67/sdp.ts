@@ -22,16 +22,7 @@
  */
 import { createHash } from 'node:crypto';
 import { isIPv6 } from 'node:net';
-
-export const SAMPLE_RATE = 48_000;
-
-/** The packet times an output may have, ms, with the samples each packet carries at 48 kHz. */
-export const PTIME_SAMPLES = { 0.125: 6, 0.25: 12, 0.333: 16, 1: 48, 4: 192 } as const;
-export type Ptime = keyof typeof PTIME_SAMPLES;
-export const PTIMES = Object.keys(PTIME_SAMPLES).map(Number) as Ptime[];
-
-export type Encoding = 'L24' | 'L16';
-export const BYTES_PER_SAMPLE: Record<Encoding, number> = { L24: 3, L16: 2 };
+import { framecount, SAMPLE_RATE, type Encoding, type Ptime } from '../spec/rtp-format.js';
 
 /** Where the RTP timestamps' clock comes from (RFC 7273 section 4.8). */
 export type RefClock =
@@ -60,16 +51,6 @@ export interface SdpStream {
 }
 
 export type LineEnding = '\r\n' | '\n';
-
-/** Samples per packet at 48 kHz for a packet time. */
-export function framecount(ptime: Ptime): number {
-  return PTIME_SAMPLES[ptime];
-}
-
-/** RTP payload bytes of one packet (the 12-byte RTP header not counted). */
-export function payloadBytes(encoding: Encoding, channels: number, ptime: Ptime): number {
-  return BYTES_PER_SAMPLE[encoding] * channels * framecount(ptime);
-}
 
 /**
  * s= text: printable ASCII only (SDP is UTF-8, but several AES67 receivers show only ASCII), no

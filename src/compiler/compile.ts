@@ -41,7 +41,7 @@
  * and out. Element names are fixed: the statistics parser and pipelinestats rely on them.
  */
 import { DEFAULT_PBKEYLEN, type PipelineSpec, type ProcessingStep } from '../spec/schema.js';
-import { PTIME_SAMPLES } from '../aes67/sdp.js';
+import { PTIME_SAMPLES } from '../spec/rtp-format.js';
 import { CAPS, element, processingCaps, UnsafeValueError } from './elements.js';
 
 /** Internal input: the child reads the encoded stream from its stdin (fd 0). */

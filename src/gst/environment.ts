@@ -5,7 +5,8 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { runCommand } from '../supervisor/child.js';
+import { runCommand } from '../process/child.js';
+import { INSTANCE_VAR } from '../process/reap.js';
 
 /** Elements every pipeline needs, and the engine's own ones for the processing steps. */
 export const REQUIRED_ELEMENTS = [
@@ -30,9 +31,6 @@ export interface GstEnvironment {
   /** Environment added for every child. */
   env: Record<string, string>;
 }
-
-/** Marks a child as ours, so leftovers of an earlier run can be found and ended. */
-export const INSTANCE_VAR = 'AUDIO_ENGINE_INSTANCE';
 
 export function gstEnvironment(stateDir: string, processEnv: NodeJS.ProcessEnv): GstEnvironment {
   const pluginDir = processEnv.AUDIO_ENGINE_PLUGIN_PATH ?? path.join(packageRoot(), 'gst-plugins', 'build');

@@ -4,7 +4,7 @@
  * (a multicast group outside the administratively scoped 239.0.0.0/8: a warning in the response).
  */
 import { isIP } from 'node:net';
-import { payloadBytes } from '../aes67/sdp.js';
+import { payloadBytes } from './rtp-format.js';
 import { ValidationError } from '../errors.js';
 import { isMulticast } from './host.js';
 import type { RtpOutput } from './schema.js';

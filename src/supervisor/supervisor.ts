@@ -4,7 +4,7 @@
  */
 import type { Writable } from 'node:stream';
 import type { Logger } from 'pino';
-import type { ChildProcess, LaunchOptions } from './child.js';
+import type { ChildProcess, LaunchOptions } from '../process/child.js';
 import { backoffDelay, nextAttempt, type BackoffPolicy } from './backoff.js';
 import { ControlChannel, ControlFailure, type Assignment } from './control-channel.js';
 import { classifyExit, PREROLL_FAILED, type SupervisorKill } from './exit.js';

@@ -8,7 +8,7 @@ import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
 import type { PipelineView } from '../../src/supervisor/registry.js';
-import { findLeftovers } from '../../src/supervisor/reap.js';
+import { findLeftovers } from '../../src/process/reap.js';
 import { api, createPipeline, eventually, isAlive, startEngine, waitForPipeline, type EngineProcess } from '../helpers/engine-process.js';
 import { freeUdpPort } from '../helpers/ports.js';
 import { RtpReceiver } from '../helpers/rtp-receiver.js';

@@ -9,7 +9,7 @@ import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import type { Test } from 'tap';
-import { findLeftovers } from '../../src/supervisor/reap.js';
+import { findLeftovers } from '../../src/process/reap.js';
 import type { PipelineView } from '../../src/supervisor/registry.js';
 import { freeTcpPort } from './ports.js';
 
@@ -258,7 +258,7 @@ export function waitForPipeline(
 
 export const isRunning = (pipeline: PipelineView): boolean => pipeline.state === 'running';
 
-/** Live gst-launch-1.0 processes of an engine, found by its instance mark (supervisor/reap.ts). */
+/** Live gst-launch-1.0 processes of an engine, found by its instance mark (process/reap.ts). */
 export async function gstLaunchChildren(stateDir: string): Promise<number[]> {
   const pids: number[] = [];
   for (const pid of await findLeftovers(stateDir)) {

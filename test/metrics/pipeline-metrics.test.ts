@@ -15,7 +15,7 @@ import { createMetrics, type SupervisedSource } from '../../src/metrics/registry
 import { parseLine, type StatsEvent } from '../../src/stats/parse-line.js';
 import { PipelineStats } from '../../src/stats/pipeline-stats.js';
 import { DEFAULT_BACKOFF } from '../../src/supervisor/backoff.js';
-import { launchChild } from '../../src/supervisor/child.js';
+import { launchChild } from '../../src/process/child.js';
 import { PipelineSupervisor, type SupervisorDeps } from '../../src/supervisor/supervisor.js';
 
 const dir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../fixtures/gst-launch-1.22');

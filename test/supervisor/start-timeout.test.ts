@@ -8,7 +8,7 @@ import t, { type Test } from 'tap';
 import { compilePipeline } from '../../src/compiler/compile.js';
 import { gstEnvironment } from '../../src/gst/environment.js';
 import { DEFAULT_BACKOFF } from '../../src/supervisor/backoff.js';
-import { launchChild } from '../../src/supervisor/child.js';
+import { launchChild } from '../../src/process/child.js';
 import { PipelineSupervisor, type RuntimeInfo, type SupervisorDeps } from '../../src/supervisor/supervisor.js';
 import { eventually, isAlive } from '../helpers/engine-process.js';
 

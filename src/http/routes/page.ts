@@ -14,7 +14,7 @@ export const PAGE_ROUTES = ['/', '/ui/*'] as const;
 
 /**
  * dist/dashboard, found from this module: beside the bundle (dist/audio-engine.mjs), or above
- * it when run from the sources (src/dashboard/static.ts, dist/src/dashboard/static.js).
+ * it when run from the sources (src/http/routes/page.ts, dist/src/http/routes/page.js).
  */
 export function findPageDir(from: string = path.dirname(fileURLToPath(import.meta.url))): string | undefined {
   for (let dir = from; ; dir = path.dirname(dir)) {

@@ -13,7 +13,7 @@
  * the page reads the stream with fetch(), so no key ever sits in a URL.
  */
 import type { FastifyInstance, FastifyReply } from 'fastify';
-import { HISTORY_STEP_MS, type LiveFeed } from './live-feed.js';
+import { HISTORY_STEP_MS, type LiveFeed } from '../../dashboard/live-feed.js';
 
 export const KEEP_ALIVE_MS = 15_000;
 

@@ -4,7 +4,9 @@
  * environment, and killed before the pipelines start again.
  */
 import { readdir, readFile } from 'node:fs/promises';
-import { INSTANCE_VAR } from '../gst/environment.js';
+
+/** Marks a child as ours (its value: the engine's state folder), so leftovers of an earlier run can be found and ended. */
+export const INSTANCE_VAR = 'AUDIO_ENGINE_INSTANCE';
 
 export async function findLeftovers(stateDir: string): Promise<number[]> {
   const mark = `${INSTANCE_VAR}=${stateDir}`;

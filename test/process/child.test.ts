@@ -1,5 +1,5 @@
 import t from 'tap';
-import { launchChild } from '../../src/supervisor/child.js';
+import { launchChild } from '../../src/process/child.js';
 
 void t.test('extraInput: the child reads each from descriptors 3, 4 (through setpriv), and they end', async (t) => {
   const lines: string[] = [];
