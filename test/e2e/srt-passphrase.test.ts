@@ -73,7 +73,7 @@ function liveTransmit(port: number, query: string, amplitude: number, seconds: n
 
 /**
  * Silent 10 ms blocks inside the received audio are the clock bridge running dry (docs/clock.md,
- * Not met yet): with them the level cannot be judged to 0.2 dB, so that check is todo then.
+ * Current figures): with them the level cannot be judged to 0.2 dB, so that check is todo then.
  */
 function dropoutTodo(dropouts: number): { todo?: string } {
   return dropouts === 0 ? {} : { todo: `${dropouts} silent blocks: the clock bridge ran dry (docs/clock.md)` };
