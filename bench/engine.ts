@@ -150,6 +150,9 @@ export interface ScalePipelineSample {
   srtDropped: number;
   srtReceived: number;
   restarts: number;
+  /** the clock bridge's underruns in the window, and the sender drift it reports at the end, ppm */
+  underruns: number;
+  driftPpm: number;
 }
 
 export interface ScaleStep {
@@ -567,6 +570,8 @@ async function scaleStep(s: Settings, root: string, n: number, rig: ScaleRig): P
         srtDropped: d('audio_engine_pipeline_srt_packets_dropped_total'),
         srtReceived: d('audio_engine_pipeline_srt_packets_received_total'),
         restarts: d('audio_engine_pipeline_restarts_total'),
+        underruns: d('audio_engine_pipeline_jitter_buffer_underruns_total'),
+        driftPpm: value(m1, 'audio_engine_pipeline_input_clock_drift_ppm', p.id),
       };
     });
     const gaps = samples.reduce((a, p) => a + p.rtpGaps, 0);
@@ -627,7 +632,9 @@ async function scaleStep(s: Settings, root: string, n: number, rig: ScaleRig): P
         `${step.pipelineCpuPct.median.toFixed(1)} % (max ${step.pipelineCpuPct.max.toFixed(1)} %), RSS ${step.pipelineRssMiB.median.toFixed(1)} MiB; ` +
         `engine ${step.engineCpuPct.toFixed(1)} %; senders ${step.senderCpuPct.sum.toFixed(2)} % (${step.senderCpuPct.perSender.toFixed(2)} % per pipeline, ` +
         `${senders.length} process(es)); receivers ${step.receiversCpuPct.toFixed(2)} %; bench ${step.benchCpuPct.toFixed(2)} %; ` +
-        `all of it ${step.accountedPctOfMachine.toFixed(0)} % of the machine; RTP ${step.rtp.minRatePerS.toFixed(0)}-${step.rtp.maxRatePerS.toFixed(0)}/s`,
+        `all of it ${step.accountedPctOfMachine.toFixed(0)} % of the machine; RTP ${step.rtp.minRatePerS.toFixed(0)}-${step.rtp.maxRatePerS.toFixed(0)}/s; ` +
+        `underruns ${samples.reduce((a, p) => a + p.underruns, 0)} in ${samples.filter((p) => p.underruns > 0).length} pipeline(s); ` +
+        `drift ${Math.min(...samples.map((p) => p.driftPpm)).toFixed(1)}..${Math.max(...samples.map((p) => p.driftPpm)).toFixed(1)} ppm at the end`,
     );
     return step;
   } finally {
