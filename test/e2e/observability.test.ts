@@ -89,7 +89,7 @@ void t.test('levels, loudness and SRT counters of a running pipeline, in Prometh
   const view = (await api<PipelineView>(engine, 'GET', `/api/v1/pipelines/${id}`)).body;
   t.equal(view.input_state, 'receiving');
   t.equal(view.srt_connected, true);
-  t.ok(view.clock !== null && view.clock.jitter_target_seconds === 0.02, 'the pipeline shows its clock bridge (target engine.jitter_ms)');
+  t.ok(view.clock !== null && view.clock.jitter_target_seconds === 0.05, 'the pipeline shows its clock bridge (target engine.jitter_ms, 50 ms by default)');
 
   const logs = await api(engine, 'GET', `/api/v1/pipelines/${id}/logs?lines=3`);
   t.equal(logs.status, 200);

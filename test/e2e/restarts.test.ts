@@ -37,6 +37,7 @@ const PER_PIPELINE = [
   'audio_engine_pipeline_buffer_fill_ratio', 'audio_engine_pipeline_output_packets_total', 'audio_engine_pipeline_output_bytes_total',
   'audio_engine_pipeline_realtime_ratio', 'audio_engine_pipeline_input_clock_drift_ppm', 'audio_engine_pipeline_jitter_buffer_seconds',
   'audio_engine_pipeline_jitter_buffer_underruns_total', 'audio_engine_pipeline_jitter_buffer_overruns_total', 'audio_engine_pipeline_latency_seconds',
+  'audio_engine_pipeline_inserted_silence_seconds_total', 'audio_engine_pipeline_output_realtime',
 ];
 
 const get = async (engine: EngineProcess, id: string): Promise<PipelineView> => (await api<PipelineView>(engine, 'GET', `/api/v1/pipelines/${id}`)).body;
