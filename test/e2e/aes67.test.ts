@@ -181,10 +181,11 @@ void t.test('a SAP-only receiver finds, trusts and plays the stream; PTP, deleti
   t.equal(rest.contentType, 'application/sdp');
   t.equal(rest.text, announced.payload);
   t.equal(api<{ sdp: string }>('GET', `/api/v1/pipelines/${main.body.id}`).body.sdp, announced.payload);
+  // A session is listed once its first announcement went out: both, after the other's is seen.
+  const otherAnnounced = await waitForSap('SAP announcement of the other pipeline', (m) => m.type === 'announce' && m.payload.includes('c=IN IP4 232.5.5.5/8'));
   const sessions = api<SessionsBody>('GET', '/api/v1/aes67/sessions').body.sessions;
   t.same(sessions.map((s) => s.pipeline_id).sort(), [main.body.id, other.body.id].sort());
   t.equal(sessions.find((s) => s.pipeline_id === main.body.id)?.message_id_hash, announced.hash);
-  const otherAnnounced = await waitForSap('SAP announcement of the other pipeline', (m) => m.type === 'announce' && m.payload.includes('c=IN IP4 232.5.5.5/8'));
 
   // Repeated announcements: sap_interval_ms 2000, jittered to 1.3-2.7 s.
   await eventually(() => (captured().filter((c) => c.message.type === 'announce' && c.message.hash === announced.hash).length >= 2 ? true : undefined), 8000, 'a second announcement');
