@@ -21,7 +21,7 @@ function rig(cores = 2) {
     windowTicks: 5,
   });
   /** One second on the host: `othersS` of other programs' CPU plus what the children used. */
-  const second = async (othersS: number, children: { pid: number; cpuS: number; child?: MeasuredChild; packets?: number }[] = []): Promise<void> => {
+  const second = async (othersS: number, children: { pid: number; cpuS: number; child?: MeasuredChild; packets?: number; silenceS?: number }[] = []): Promise<void> => {
     state.clockMs += 1000;
     state.totalS += cores;
     state.busyS += othersS;
@@ -33,14 +33,16 @@ function rig(cores = 2) {
         output.packets += c.packets;
         if (c.child !== undefined) c.child.stats.lastProgressAt = state.clockMs;
       }
+      const clock = c.child?.stats.clock;
+      if (clock !== undefined && c.silenceS !== undefined) clock.insertedSilenceSeconds += c.silenceS;
     }
     await capacity.tick();
   };
   return { capacity, second };
 }
 
-function child(pid: number): MeasuredChild & { stats: { transport: { srt: { connected: boolean }; output: { packets: number } }; lastProgressAt: number } } {
-  return { pid, stats: { transport: { srt: { connected: true }, output: { packets: 0 } }, lastProgressAt: 0 } };
+function child(pid: number): MeasuredChild & { stats: { transport: { srt: { connected: boolean }; output: { packets: number } }; lastProgressAt: number; clock: { insertedSilenceSeconds: number } } } {
+  return { pid, stats: { transport: { srt: { connected: true }, output: { packets: 0 } }, lastProgressAt: 0, clock: { insertedSilenceSeconds: 0 } } };
 }
 
 void t.test('others = host busy less the children; admitted pipelines count at full cost', async (t) => {
@@ -97,4 +99,22 @@ void t.test('overload: reported with figures and the pipelines behind; not learn
   t.equal(capacity.cost('pl_c')?.source, 'built-in', 'a starved pipeline teaches nothing');
   for (let i = 0; i < 6; i += 1) await second(0.2, [{ pid: 200, cpuS: 0.03, child: a, packets: 1000 }]);
   t.notOk(capacity.overloaded(), 'cleared when the other program is gone');
+});
+
+void t.test('inserted silence makes a pipeline behind although 1000 packets a second leave', async (t) => {
+  const { capacity, second } = rig();
+  await capacity.tick();
+  const a = child(100);
+  capacity.admit('pl_a', [loud]);
+  capacity.attach('pl_a', a);
+  const run = { pid: 100, cpuS: 0.04, child: a, packets: 1000 };
+  for (let i = 0; i < 3; i += 1) await second(0, [run]);
+  t.same(capacity.pipeline('pl_a'), { realtime_ratio: 1, behind: false }, 'no silence: real time');
+  await second(0, [{ ...run, silenceS: 0.056 }]);
+  t.same(capacity.pipeline('pl_a'), { realtime_ratio: 1, behind: true }, '56 ms of inserted silence: behind, though every packet left');
+  for (let i = 0; i < 4; i += 1) await second(0, [run]);
+  t.equal(capacity.pipeline('pl_a').behind, true, 'still behind while the silence is in the 5 s window');
+  t.equal(capacity.cost('pl_a')?.source, 'built-in', 'a window with inserted silence teaches no cost');
+  await second(0, [run]);
+  t.same(capacity.pipeline('pl_a'), { realtime_ratio: 1, behind: false }, 'real time again once the window is clean');
 });
