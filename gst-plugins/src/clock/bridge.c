@@ -324,16 +324,6 @@ start (ClockBridge * b)
   open_settle_window (b);
 }
 
-/* after an underrun: the start fill of the packet pattern known so far (a
- * late packet brings what was held up with it, and usually that much; a
- * smaller resume, one packet, stutters on bursty input: each hole runs it
- * dry again before the loop has built the reserve up) */
-static double
-resume_fill (const ClockBridge * b)
-{
-  return start_fill (b);
-}
-
 /* the input came back after an underrun: play from here */
 static void
 resume (ClockBridge * b)
@@ -381,11 +371,13 @@ clock_bridge_write (ClockBridge * b, const float *interleaved, size_t frames,
     clock_fifo_write (f, interleaved, frames);
     note_write (b, frames, t);
     if (!b->running && b->refill) {
-      /* input back after an underrun: the audio resumes as soon as a
-       * packet is in (a late packet brings what was held up with it), not
-       * after a refill to the start fill: the hole is as long as the
-       * input was late, no longer; nothing is trimmed */
-      if (fill_frames (b) >= resume_fill (b))
+      /* input back after an underrun: the audio resumes at the start fill
+       * of the pattern known so far (a late packet brings what was held
+       * up with it, usually that much, so the hole is about as long as the
+       * input was late) and nothing is trimmed; resuming at one packet
+       * stuttered on bursty input, each hole running it dry again before
+       * the loop had built the reserve up */
+      if (fill_frames (b) >= start_fill (b))
         resume (b);
     } else if (!b->running) {
       /* two packets seen: the packet size is known (paced: at the latest
