@@ -9,14 +9,12 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { copyFile, mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { performance } from 'node:perf_hooks';
 import { createInterface, type Interface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { findLeftovers } from '../src/process/reap.js';
-import { freeTcpPort } from '../test/helpers/ports.js';
+import { baseConfigLines, enginePorts, launchEngine, type LaunchedEngine, type LogLine } from '../test/helpers/engine-launcher.js';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-export const ENGINE_MAIN = path.join(ROOT, 'dist', 'audio-engine.mjs');
 
 export function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
@@ -136,13 +134,7 @@ export function metricTable(samples: MetricSample[]): MetricTable {
 // ---------------------------------------------------------------------------------------------
 // The engine
 
-export interface LogLine {
-  level: number;
-  msg: string;
-  event?: string;
-  pipeline_id?: string;
-  [key: string]: unknown;
-}
+export type { LogLine } from '../test/helpers/engine-launcher.js';
 
 export interface BenchEngineOptions {
   /** folder of this engine: config.toml and state/ */
@@ -158,43 +150,36 @@ export interface BenchEngineOptions {
    * `cpu_cores = 1024`, `cpu_reserve_percent = 0`).
    */
   admission?: boolean;
+  /** more config lines after the [engine] table (other tables: `[dashboard]`, ...) */
+  extraToml?: string[];
   env?: NodeJS.ProcessEnv;
 }
 
+/** The real engine of a benchmark: launched by test/helpers/engine-launcher.ts in its own process group. */
 export class BenchEngine {
-  readonly logs: LogLine[] = [];
-  readonly stderr: string[] = [];
-  private readonly waiters = new Set<{ predicate: (l: LogLine) => boolean; resolve: (l: LogLine) => void }>();
+  readonly logs: LogLine[];
+  readonly stderr: string[];
   /** performance.now() when each log line arrived, by index in `logs` */
-  readonly arrivedAt: number[] = [];
+  readonly arrivedAt: number[];
   readonly exited: Promise<void>;
+  readonly child: ChildProcess;
+  readonly dir: string;
+  readonly stateDir: string;
+  readonly spawnedAt: number;
 
   private constructor(
-    readonly child: ChildProcess,
-    readonly dir: string,
-    readonly stateDir: string,
+    private readonly launched: LaunchedEngine,
     readonly restPort: number,
     readonly grpcPort: number,
-    readonly spawnedAt: number,
   ) {
-    createInterface({ input: child.stdout ?? process.stdin }).on('line', (text) => {
-      let line: LogLine;
-      try {
-        line = JSON.parse(text) as LogLine;
-      } catch {
-        return;
-      }
-      this.logs.push(line);
-      this.arrivedAt.push(performance.now());
-      for (const waiter of this.waiters) {
-        if (waiter.predicate(line)) {
-          this.waiters.delete(waiter);
-          waiter.resolve(line);
-        }
-      }
-    });
-    if (child.stderr !== null) createInterface({ input: child.stderr }).on('line', (text) => this.stderr.push(text));
-    this.exited = exitedPromise(child);
+    this.child = launched.child;
+    this.dir = launched.dir;
+    this.stateDir = launched.stateDir;
+    this.spawnedAt = launched.spawnedAt;
+    this.logs = launched.logs;
+    this.stderr = launched.stderr;
+    this.arrivedAt = launched.arrivedAt;
+    this.exited = launched.exited.then(() => undefined);
   }
 
   get url(): string {
@@ -208,37 +193,23 @@ export class BenchEngine {
     if (options.registryFrom !== undefined) {
       await copyFile(options.registryFrom, path.join(stateDir, path.basename(options.registryFrom))).catch(() => undefined);
     }
-    const restPort = await freeTcpPort();
-    const grpcPort = await freeTcpPort();
-    const dashboardPort = await freeTcpPort();
+    const ports = await enginePorts();
     const configFile = path.join(options.dir, 'config.toml');
     await writeFile(
       configFile,
       [
-        'mode = "self-hosted"',
-        '[server]',
-        'bind = "127.0.0.1"',
-        `rest_port = ${restPort}`,
-        `grpc_port = ${grpcPort}`,
-        `dashboard_port = ${dashboardPort}`,
-        '[engine]',
-        'state_dir = "state"',
+        ...baseConfigLines(ports),
         `max_pipelines = ${options.maxPipelines ?? 64}`,
         ...(options.rtpPacketsPerSend === undefined ? [] : [`rtp_packets_per_send = ${options.rtpPacketsPerSend}`]),
         ...(options.admission === true ? [] : ['cpu_cores = 1024', 'cpu_reserve_percent = 0']),
         // The bench measures capacity, not priorities: every child at the engine's niceness, as before.
         'normal_priority_nice = 0',
+        ...(options.extraToml ?? []),
         '',
       ].join('\n'),
     );
-    const spawnedAt = performance.now();
-    const child = spawn(process.execPath, [ENGINE_MAIN, '--config', configFile], {
-      cwd: options.dir,
-      env: { ...process.env, ...options.env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-      detached: true, // own process group, so that stop() can end it whole
-    });
-    return new BenchEngine(child, options.dir, stateDir, restPort, grpcPort, spawnedAt);
+    const launched = launchEngine({ configFile, env: options.env, detached: true }); // own group: stop() ends it whole
+    return new BenchEngine(launched, ports.restPort, ports.grpcPort);
   }
 
   /** The GStreamer registry the engine keeps in its state folder (after it is ready). */
@@ -249,32 +220,12 @@ export class BenchEngine {
   }
 
   waitForLog(predicate: (line: LogLine) => boolean, timeoutMs = 20_000): Promise<LogLine> {
-    const seen = this.logs.find(predicate);
-    if (seen !== undefined) return Promise.resolve(seen);
-    return new Promise((resolve, reject) => {
-      const waiter = {
-        predicate,
-        resolve: (l: LogLine) => {
-          clearTimeout(timer);
-          resolve(l);
-        },
-      };
-      const timer = setTimeout(() => {
-        this.waiters.delete(waiter);
-        reject(new Error(`engine log line not seen in ${timeoutMs} ms; stderr: ${this.stderr.slice(-20).join('\n')}`));
-      }, timeoutMs);
-      this.waiters.add(waiter);
-    });
+    return this.launched.waitForLog(predicate, timeoutMs);
   }
 
   /** Waits for the `restored` event (stored pipelines started), or fails when the engine exits. */
-  async ready(timeoutMs = 20_000): Promise<void> {
-    await Promise.race([
-      this.waitForLog((l) => l.event === 'restored', timeoutMs),
-      this.exited.then(() => {
-        throw new Error(`engine exited before it was ready: ${this.stderr.slice(-20).join('\n')}`);
-      }),
-    ]);
+  ready(timeoutMs = 20_000): Promise<void> {
+    return this.launched.ready(timeoutMs);
   }
 
   async request(method: string, url: string, body?: unknown): Promise<{ status: number; text: string }> {

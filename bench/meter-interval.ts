@@ -6,14 +6,13 @@
  *
  *   npm run build && node --import=tsx bench/meter-interval.ts [--windows 4] [--seconds 15]
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { freeTcpPort, freeUdpPort } from '../test/helpers/ports.js';
-import { MAIN } from '../test/helpers/engine-process.js';
+import { freeUdpPort } from '../test/helpers/ports.js';
 import { sendSine, type Sender } from '../test/helpers/srt-sender.js';
+import { BenchEngine } from './engine-harness.js';
 
 const { values } = parseArgs({ options: { windows: { type: 'string', default: '4' }, seconds: { type: 'string', default: '15' } } });
 const WINDOWS = Number(values.windows);
@@ -23,11 +22,9 @@ const TICKS = 100; // USER_HZ on Linux
 interface Side {
   label: string;
   meterMs: number;
-  engine: ChildProcess;
-  rest: string;
+  engine: BenchEngine;
   childPid: number;
   sender: Sender;
-  dir: string;
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -36,23 +33,14 @@ const cpuTicks = (pid: number): number => {
   return Number(fields[11]) + Number(fields[12]); // utime + stime (fields 14, 15)
 };
 
+const engines: BenchEngine[] = [];
+
 async function startSide(label: string, meterMs: number): Promise<Side> {
   const dir = mkdtempSync(path.join(tmpdir(), `meter-bench-${label}-`));
-  const restPort = await freeTcpPort();
-  writeFileSync(path.join(dir, 'config.toml'), [
-    '[server]', 'bind = "127.0.0.1"', `rest_port = ${restPort}`, `grpc_port = ${await freeTcpPort()}`, `dashboard_port = ${await freeTcpPort()}`,
-    '[engine]', 'state_dir = "state"', '[dashboard]', `meter_interval_ms = ${meterMs}`, '',
-  ].join('\n'));
-  const engine = spawn(process.execPath, [MAIN, '--config', path.join(dir, 'config.toml')], { stdio: 'ignore', cwd: dir });
-  const rest = `http://127.0.0.1:${restPort}`;
-  for (let i = 0; ; i++) {
-    try {
-      if ((await fetch(`${rest}/health`)).ok) break;
-    } catch {
-      if (i > 100) throw new Error(`${label}: the engine did not start`);
-    }
-    await sleep(200);
-  }
+  const engine = await BenchEngine.spawn({ dir, extraToml: ['[dashboard]', `meter_interval_ms = ${meterMs}`] });
+  engines.push(engine);
+  await engine.ready();
+  const rest = engine.url;
   const srtPort = await freeUdpPort();
   const created = await fetch(`${rest}/api/v1/pipelines`, {
     method: 'POST',
@@ -68,7 +56,7 @@ async function startSide(label: string, meterMs: number): Promise<Side> {
   const sender = sendSine({ port: srtPort, amplitude: 0.1, seconds: WINDOWS * SECONDS + 60 });
   for (let i = 0; i < 150; i++) {
     const view = (await (await fetch(`${rest}/api/v1/pipelines/${id}`)).json()) as { pid: number | null; input_state: string };
-    if (view.pid !== null && view.input_state === 'receiving') return { label, meterMs, engine, rest, childPid: view.pid, sender, dir };
+    if (view.pid !== null && view.input_state === 'receiving') return { label, meterMs, engine, childPid: view.pid, sender };
     await sleep(200);
   }
   throw new Error(`${label}: the pipeline did not receive audio`);
@@ -80,12 +68,12 @@ try {
   await sleep(5000); // warm: both children past their start
   const rows: Record<string, { child: number[]; engine: number[] }> = { A: { child: [], engine: [] }, B: { child: [], engine: [] } };
   for (let w = 0; w < WINDOWS; w++) {
-    const start = sides.map((s) => [cpuTicks(s.childPid), cpuTicks(s.engine.pid ?? 0)] as const);
+    const start = sides.map((s) => [cpuTicks(s.childPid), cpuTicks(s.engine.child.pid ?? 0)] as const);
     await sleep(SECONDS * 1000);
     sides.forEach((s, i) => {
       const [c0, e0] = start[i] ?? [0, 0];
       rows[s.label]?.child.push((100 * (cpuTicks(s.childPid) - c0)) / TICKS / SECONDS);
-      rows[s.label]?.engine.push((100 * (cpuTicks(s.engine.pid ?? 0) - e0)) / TICKS / SECONDS);
+      rows[s.label]?.engine.push((100 * (cpuTicks(s.engine.child.pid ?? 0) - e0)) / TICKS / SECONDS);
     });
   }
   const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
@@ -98,13 +86,7 @@ try {
   const b = rows.B ?? { child: [], engine: [] };
   console.log(`10 Hz meters cost per pipeline: child +${(median(a.child) - median(b.child)).toFixed(2)} % of a core (ratio ${(median(a.child) / median(b.child)).toFixed(2)}), engine +${(median(a.engine) - median(b.engine)).toFixed(2)} % (no page open)`);
 } finally {
-  for (const s of sides) {
-    s.sender.stop();
-    s.engine.kill('SIGTERM');
-  }
-  await sleep(4000);
-  for (const s of sides) {
-    if (s.engine.exitCode === null) s.engine.kill('SIGKILL');
-    rmSync(s.dir, { recursive: true, force: true });
-  }
+  for (const s of sides) s.sender.stop();
+  await Promise.all(engines.map((e) => e.stop(4000)));
+  for (const e of engines) rmSync(e.dir, { recursive: true, force: true });
 }

@@ -3,27 +3,15 @@
  * state folder, and cleans up after the test: the engine and every pipeline child it started,
  * even when the test fails.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { createInterface } from 'node:readline';
-import { fileURLToPath } from 'node:url';
 import type { Test } from 'tap';
 import { findLeftovers } from '../../src/process/reap.js';
 import type { PipelineView } from '../../src/supervisor/registry.js';
-import { freeTcpPort } from './ports.js';
+import { baseConfigLines, enginePorts, launchEngine, type LogLine } from './engine-launcher.js';
 
-export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-/** What ships: the bundle that `npm run build` writes (scripts/bundle.mjs). */
-export const MAIN = path.join(ROOT, 'dist', 'audio-engine.mjs');
-
-export interface LogLine {
-  level: number;
-  msg: string;
-  event?: string;
-  pipeline_id?: string;
-  [key: string]: unknown;
-}
+export { MAIN, ROOT, type LogLine } from './engine-launcher.js';
 
 export interface EngineProcess {
   url: string;
@@ -61,21 +49,12 @@ const TEST_CAPACITY_DEFAULTS = ['cpu_cores = 64', 'normal_priority_nice = 0'];
 export async function writeConfig(t: Test, options: EngineConfigOptions = {}): Promise<{ dir: string; file: string; restPort: number }> {
   const dir = options.dir ?? t.testdir();
   mkdirSync(dir, { recursive: true });
-  const restPort = options.restPort ?? (await freeTcpPort());
-  const grpcPort = await freeTcpPort();
-  const dashboardPort = await freeTcpPort();
+  const ports = await enginePorts(options.restPort);
   const file = path.join(dir, 'config.toml');
   writeFileSync(
     file,
     [
-      'mode = "self-hosted"',
-      '[server]',
-      'bind = "127.0.0.1"',
-      `rest_port = ${restPort}`,
-      `grpc_port = ${grpcPort}`,
-      `dashboard_port = ${dashboardPort}`,
-      '[engine]',
-      'state_dir = "state"',
+      ...baseConfigLines(ports),
       ...TEST_CAPACITY_DEFAULTS.filter((line) => !(options.extraToml ?? '').includes(line.split(' ')[0] ?? '')),
       options.extraToml ?? '',
       // No SAP from a test engine unless the test asks for it inside its own network namespace
@@ -83,48 +62,20 @@ export async function writeConfig(t: Test, options: EngineConfigOptions = {}): P
       ...((options.extraToml ?? '').includes('[aes67]') ? [] : ['[aes67]', 'sap = false']),
     ].join('\n'),
   );
-  return { dir, file, restPort };
+  return { dir, file, restPort: ports.restPort };
 }
 
 /**
  * Starts the engine with a config file and waits until its stored pipelines have started
- * (`waitForReady: false`: returns at once, before the engine answers anything).
+ * (`waitForReady: false`: returns at once, before the engine answers anything). The engine and
+ * every pipeline child it started end with the test, even when it fails.
  */
 export async function startEngine(t: Test, options: EngineConfigOptions & { configFile?: string; waitForReady?: boolean } = {}): Promise<EngineProcess> {
   const written = options.configFile === undefined ? await writeConfig(t, options) : undefined;
   const configFile = options.configFile ?? written?.file ?? '';
-  const dir = path.dirname(configFile);
   const restPort = written?.restPort ?? options.restPort ?? 0;
-  const argv = [process.execPath, MAIN, '--config', configFile];
-  const [command, ...args] = options.netns === undefined ? argv : ['ip', 'netns', 'exec', options.netns, ...argv];
-  const child = spawn(command ?? process.execPath, args, {
-    stdio: ['ignore', 'pipe', 'pipe'],
-    cwd: dir,
-    env: { ...process.env, ...options.env },
-  });
-  const logs: LogLine[] = [];
-  const stderr: string[] = [];
-  const waiters = new Set<{ predicate: (l: LogLine) => boolean; resolve: (l: LogLine) => void }>();
-  createInterface({ input: child.stdout }).on('line', (text) => {
-    let line: LogLine;
-    try {
-      line = JSON.parse(text) as LogLine;
-    } catch {
-      return;
-    }
-    logs.push(line);
-    for (const waiter of waiters) {
-      if (waiter.predicate(line)) {
-        waiters.delete(waiter);
-        waiter.resolve(line);
-      }
-    }
-  });
-  createInterface({ input: child.stderr }).on('line', (text) => stderr.push(text));
-  const exited = new Promise<[number | null, NodeJS.Signals | null]>((resolve) => {
-    child.once('exit', (code, signal) => resolve([code, signal]));
-  });
-  const stateDir = path.join(dir, 'state');
+  const launched = launchEngine({ configFile, env: options.env, netns: options.netns });
+  const { child, exited, stateDir } = launched;
   t.teardown(async () => {
     if (child.exitCode === null && child.signalCode === null) {
       child.kill('SIGKILL');
@@ -138,37 +89,19 @@ export async function startEngine(t: Test, options: EngineConfigOptions & { conf
       }
     }
   });
-  const waitForLog = (predicate: (line: LogLine) => boolean, timeoutMs = 15_000): Promise<LogLine> => {
-    const seen = logs.find(predicate);
-    if (seen !== undefined) return Promise.resolve(seen);
-    return new Promise((resolve, reject) => {
-      const waiter = { predicate, resolve: (l: LogLine) => { clearTimeout(timer); resolve(l); } };
-      const timer = setTimeout(() => {
-        waiters.delete(waiter);
-        reject(new Error(`engine log line not seen in ${timeoutMs} ms; stderr: ${stderr.join('\n')}`));
-      }, timeoutMs);
-      waiters.add(waiter);
-    });
-  };
   const engine: EngineProcess = {
     url: `http://127.0.0.1:${restPort}`,
     restPort,
-    dir,
+    dir: launched.dir,
     stateDir,
     configFile,
     process: child,
-    logs,
-    stderr,
+    logs: launched.logs,
+    stderr: launched.stderr,
     exited,
-    waitForLog,
+    waitForLog: launched.waitForLog,
   };
-  if (options.waitForReady === false) return engine;
-  await Promise.race([
-    waitForLog((l) => l.event === 'restored', 20_000),
-    exited.then(([code]) => {
-      throw new Error(`engine exited with ${String(code)} before it was ready: ${stderr.join('\n')}`);
-    }),
-  ]);
+  if (options.waitForReady !== false) await launched.ready();
   return engine;
 }
 
