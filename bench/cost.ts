@@ -302,7 +302,7 @@ export async function runCostBench(options: CostBenchOptions = {}): Promise<Cost
   };
 }
 
-/** What each stage costs: the full graph's median minus the variant's without it. */
+/** What each stage costs: a graph with it minus the variant without it, in the same round. */
 const STAGES: { stage: string; from: string; minus: string }[] = [
   { stage: 'SRT receive + demux + AAC decode', from: 'input', minus: '' },
   { stage: 'audioconvert + audioresample (input side)', from: 'input+convert', minus: 'input' },
@@ -317,6 +317,9 @@ const STAGES: { stage: string; from: string; minus: string }[] = [
 export function costTable(r: CostResult): string {
   const f = (x: number | undefined): string => (x === undefined || !Number.isFinite(x) ? 'n/a' : x.toFixed(2));
   const m = (n: string): number => (n === '' ? 0 : (r.median[n] ?? NaN));
+  const at = (x: CostRound, n: string): number => (n === '' ? 0 : (x.entries.find((e) => e.name === n)?.percent ?? NaN));
+  // a stage: the median over rounds of the difference within each round (both graphs shared that round's machine)
+  const stage = (from: string, minus: string): number => median(r.rounds.map((x) => at(x, from) - at(x, minus)));
   const pps = (n: string): string => {
     const xs = r.rounds.map((x) => x.entries.find((e) => e.name === n)?.packetsPerS).filter((x): x is number => typeof x === 'number');
     return xs.length === 0 ? '-' : xs.map((x) => x.toFixed(0)).join(', ');
@@ -329,12 +332,12 @@ export function costTable(r: CostResult): string {
     ...[...r.variants.map((v) => ({ name: v.name, what: v.what })), { name: 'floor', what: `floor sender (bench/floor-sender.c${r.floorSender.realtime ? ', SCHED_FIFO' : ', not SCHED_FIFO'}): 4 RTP packets per sendmmsg every 4 ms of CLOCK_TAI` }]
       .map((v) => `| ${v.name}: ${v.what} | ${f(r.median[v.name])} | ${r.rounds.map((x) => f(x.entries.find((e) => e.name === v.name)?.percent)).join(', ')} | ${pps(v.name)} |`),
     '',
-    'Where it goes (differences of the medians; the noise figure applies to each):',
+    'Where it goes (per round the difference of the two graphs, median over rounds; the noise figure applies to each):',
     '',
-    '| stage | % of a core | from |',
-    '|---|---:|---|',
-    ...STAGES.map((s) => `| ${s.stage} | ${f(m(s.from) - m(s.minus))} | ${s.from}${s.minus === '' ? '' : ` − ${s.minus}`} |`),
-    `| floor: the floor sender + SRT receive and decode | ${f(m('floor') + m('input'))} | floor + input |`,
+    '| stage | % of a core | rounds | from |',
+    '|---|---:|---|---|',
+    ...STAGES.map((s) => `| ${s.stage} | ${f(stage(s.from, s.minus))} | ${r.rounds.map((x) => f(at(x, s.from) - at(x, s.minus))).join(', ')} | ${s.from}${s.minus === '' ? '' : ` − ${s.minus}`} |`),
+    `| floor: the floor sender + SRT receive and decode | ${f(m('floor') + m('input'))} | | floor + input |`,
     '',
     `- noise: the two copies of the full graph differ by ${f(r.medianTwinPoints)} points (median over rounds)`,
     `- full graph / floor (sender + input): ${(m('full') / (m('floor') + m('input'))).toFixed(1)}x`,
