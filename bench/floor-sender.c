@@ -7,7 +7,8 @@
  * The payload is a fixed non-zero pattern (no audio work). It runs SCHED_FIFO 10 where the
  * process may (the engine's output thread's priority), as the engine's output thread does.
  *
- *   floor-sender HOST PORT [SECONDS]     (SECONDS 0 or absent: until SIGTERM / SIGINT)
+ *   floor-sender HOST PORT [SECONDS [realtime]]   (SECONDS 0 or absent: until SIGTERM / SIGINT;
+ *                                                  realtime: CLOCK_REALTIME instead of CLOCK_TAI)
  *
  * Prints one JSON line on start ({"realtime": true|false}) and one at the end: packets sent, the
  * sends that woke more than 1 ms after their boundary and the latest (ns). It exits when its
@@ -46,10 +47,11 @@ static int64_t ns_of(const struct timespec *t) { return (int64_t)t->tv_sec * 100
 
 int main(int argc, char **argv) {
   if (argc < 3) {
-    fprintf(stderr, "usage: floor-sender HOST PORT [SECONDS]\n");
+    fprintf(stderr, "usage: floor-sender HOST PORT [SECONDS [realtime]]\n");
     return 2;
   }
   double seconds = argc > 3 ? atof(argv[3]) : 0;
+  const clockid_t clock = argc > 4 && strcmp(argv[4], "realtime") == 0 ? CLOCK_REALTIME : CLOCK_TAI;
   prctl(PR_SET_PDEATHSIG, SIGTERM);
   signal(SIGTERM, on_signal);
   signal(SIGINT, on_signal);
@@ -89,7 +91,7 @@ int main(int argc, char **argv) {
   uint16_t seq = 0;
 
   struct timespec now;
-  clock_gettime(CLOCK_TAI, &now);
+  clock_gettime(clock, &now);
   int64_t next = (ns_of(&now) / PERIOD_NS + 1) * PERIOD_NS;
   const int64_t end = seconds > 0 ? ns_of(&now) + (int64_t)(seconds * 1e9) : INT64_MAX;
   uint64_t sent = 0, late = 0;
@@ -97,9 +99,9 @@ int main(int argc, char **argv) {
 
   while (!stop && next < end) {
     struct timespec due = {.tv_sec = next / 1000000000LL, .tv_nsec = next % 1000000000LL};
-    int rc = clock_nanosleep(CLOCK_TAI, TIMER_ABSTIME, &due, NULL);
+    int rc = clock_nanosleep(clock, TIMER_ABSTIME, &due, NULL);
     if (rc == EINTR) continue;
-    clock_gettime(CLOCK_TAI, &now);
+    clock_gettime(clock, &now);
     int64_t lateness = ns_of(&now) - next;
     if (lateness > PACKET_NS) late++;
     if (lateness > worst) worst = lateness;
@@ -122,10 +124,8 @@ int main(int argc, char **argv) {
     }
     int n = sendmmsg(fd, msgs, PACKETS, 0);
     if (n > 0) sent += (uint64_t)n;
+    /* late or not, the next period follows: every packet is sent, none skipped (as the engine) */
     next += PERIOD_NS;
-    /* a wake-up later than a whole period: skip the boundaries already gone, as a sink would */
-    clock_gettime(CLOCK_TAI, &now);
-    while (next <= ns_of(&now) - PERIOD_NS) next += PERIOD_NS;
   }
   printf("{\"packets\":%llu,\"late_wakeups\":%llu,\"worst_wakeup_late_ns\":%lld}\n", (unsigned long long)sent,
          (unsigned long long)late, (long long)worst);
