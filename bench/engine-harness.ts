@@ -266,27 +266,36 @@ export const RTP_COUNTER_SOURCE = path.join(ROOT, 'bench', 'rtp-counter.c');
 
 /**
  * Compiles bench/rtp-counter.c to `<cacheDir>/rtp-counter` (`cc -O2 -Wall -Werror`) when the
- * binary is missing or older than the source; returns the binary. The compiler writes a temp file
- * that is then renamed, so that a bench running at the same time never runs half a binary.
+ * binary is missing or older than the source; returns the binary.
  */
-export async function rtpCounterBinary(cacheDir: string): Promise<string> {
+export function rtpCounterBinary(cacheDir: string): Promise<string> {
+  return benchBinary(RTP_COUNTER_SOURCE, cacheDir);
+}
+
+/**
+ * Compiles one of the bench's C programs (`bench/NAME.c`) to `<cacheDir>/NAME` with the system
+ * `cc -O2 -Wall -Werror` when the binary is missing or older than the source; returns the binary.
+ * The compiler writes a temp file that is then renamed, so that a bench running at the same time
+ * never runs half a binary.
+ */
+export async function benchBinary(source: string, cacheDir: string): Promise<string> {
   await mkdir(cacheDir, { recursive: true });
-  const binary = path.join(cacheDir, 'rtp-counter');
-  const [src, bin] = await Promise.all([stat(RTP_COUNTER_SOURCE), stat(binary).catch(() => undefined)]);
+  const binary = path.join(cacheDir, path.basename(source, '.c'));
+  const [src, bin] = await Promise.all([stat(source), stat(binary).catch(() => undefined)]);
   if (bin !== undefined && bin.mtimeMs >= src.mtimeMs) return binary;
   const tmp = `${binary}.${process.pid}.tmp`;
-  const child = spawn('cc', ['-O2', '-Wall', '-Werror', '-o', tmp, RTP_COUNTER_SOURCE], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = spawn('cc', ['-O2', '-Wall', '-Werror', '-o', tmp, source], { stdio: ['ignore', 'ignore', 'pipe'] });
   let err = '';
   child.stderr?.on('data', (d: Buffer) => {
     err += d.toString();
   });
   const code = await new Promise<number | null>((resolve, reject) => {
-    child.once('error', (e) => reject(new Error(`cannot run cc to build the RTP counter (scripts/setup.sh installs gcc): ${e.message}`)));
+    child.once('error', (e) => reject(new Error(`cannot run cc to build ${source} (scripts/setup.sh installs gcc): ${e.message}`)));
     child.once('exit', (c) => resolve(c));
   });
   if (code !== 0) {
     await rm(tmp, { force: true });
-    throw new Error(`cc could not build ${RTP_COUNTER_SOURCE} (${String(code)}): ${err.trim()}`);
+    throw new Error(`cc could not build ${source} (${String(code)}): ${err.trim()}`);
   }
   await rename(tmp, binary);
   return binary;

@@ -1,7 +1,7 @@
 /**
  * `npm run bench`: the DSP benchmarks of our GStreamer elements and the engine benchmarks.
  *
- *   npm run bench -- [--runs N] [--only eq|loudnorm|resampler|engine|scale|drift|clockcpu] [--quick] [--cache-dir DIR]
+ *   npm run bench -- [--runs N] [--only eq|loudnorm|resampler|engine|scale|drift|clockcpu|cost|lateness] [--quick] [--cache-dir DIR]
  *                    [--plugin-path DIR] [--duration S] [--sender gst-shared|gst|ffmpeg] [--scale 1,8,16]
  *                    [--window S] [--packets-per-send K] [--admission] [--drift-window S]
  *
@@ -14,7 +14,11 @@
  * bench/clock-drift.ts (drift): the clock bridge under +-1000 ppm callers for `--drift-window` s
  * (default 600; 60 with --quick). bench/clock-cpu.ts (clockcpu): one pipeline's CPU, the engine's
  * graph beside a second copy (the noise floor) and one ffmpeg doing the same job, 3 rounds of 60 s
- * (20 s with --quick).
+ * (20 s with --quick). bench/cost.ts (cost): where one pipeline's CPU goes, the full graph beside
+ * cuts of it (one stage removed or replaced each), a second copy and a minimal C sender, `--runs`
+ * rounds (default 3) of `--window` s (default 30; 15 with --quick). bench/lateness.ts (lateness): the
+ * floor sender beside two pipelines fed at +-1000 ppm, late packets by kernel receive time, one
+ * `--window` s window (default 60; 20 with --quick).
  * `--quick`: 2 runs of 60 s programmes for the DSP benches, fewer repetitions and N = 1, 8 for
  * the engine (about 3 minutes in all).
  */
@@ -34,14 +38,16 @@ import { engineBenchFlag, engineTable, ENGINE_USAGE, runEngineBench, type Engine
 import { DEFAULT_DURATION_S, DEFAULT_RUNS, parseBenchArgs, type BenchArgs } from './process.js';
 import { clockDriftTable, runClockDriftBench, type ClockDriftResult } from './clock-drift.js';
 import { clockCpuTable, runClockCpuBench, type ClockCpuResult } from './clock-cpu.js';
+import { costTable, runCostBench, type CostResult } from './cost.js';
+import { latenessTable, runLatenessBench, type LatenessResult } from './lateness.js';
 
-type BenchName = 'eq' | 'loudnorm' | 'resampler' | 'engine' | 'scale' | 'drift' | 'clockcpu';
-const BENCH_NAMES: readonly BenchName[] = ['eq', 'loudnorm', 'resampler', 'engine', 'scale', 'drift', 'clockcpu'];
+type BenchName = 'eq' | 'loudnorm' | 'resampler' | 'engine' | 'scale' | 'drift' | 'clockcpu' | 'cost' | 'lateness';
+const BENCH_NAMES: readonly BenchName[] = ['eq', 'loudnorm', 'resampler', 'engine', 'scale', 'drift', 'clockcpu', 'cost', 'lateness'];
 
 type Options = BenchArgs & { only?: BenchName; engine: EngineBenchOptions; driftWindowS?: number };
 
 const USAGE =
-  'usage: npm run bench -- [--runs N] [--only eq|loudnorm|resampler|engine|scale|drift|clockcpu] [--cache-dir DIR] [--plugin-path DIR] [--duration S] ' +
+  'usage: npm run bench -- [--runs N] [--only eq|loudnorm|resampler|engine|scale|drift|clockcpu|cost|lateness] [--cache-dir DIR] [--plugin-path DIR] [--duration S] ' +
   ENGINE_USAGE.replace('[--only engine|scale] ', '') + ' [--drift-window S]';
 
 function parseArgs(argv: string[]): Options {
@@ -157,6 +163,16 @@ async function main(): Promise<void> {
     opts.only === undefined || opts.only === 'clockcpu' ? await runClockCpuBench({ windowS: opts.engine.quick === true ? 20 : 60, pluginPath: opts.pluginPath }) : undefined;
   if (drift !== undefined) process.stdout.write(`\n${clockDriftTable(drift)}\n`);
   if (clockCpu !== undefined) process.stdout.write(`\n${clockCpuTable(clockCpu)}\n`);
+  const cost: CostResult | undefined =
+    opts.only === undefined || opts.only === 'cost'
+      ? await runCostBench({ windowS: opts.engine.windowS ?? (opts.engine.quick === true ? 15 : 30), rounds: opts.runs ?? 3, pluginPath: opts.pluginPath, cacheDir: opts.cacheDir })
+      : undefined;
+  if (cost !== undefined) process.stdout.write(`\n${costTable(cost)}\n`);
+  const late: LatenessResult | undefined =
+    opts.only === undefined || opts.only === 'lateness'
+      ? await runLatenessBench({ windowS: opts.engine.windowS ?? (opts.engine.quick === true ? 20 : 60), pluginPath: opts.pluginPath, cacheDir: opts.cacheDir })
+      : undefined;
+  if (late !== undefined) process.stdout.write(`\n${latenessTable(late)}\n`);
 
   const here = path.dirname(fileURLToPath(import.meta.url));
   const dir = path.join(here, 'results');
@@ -184,10 +200,12 @@ async function main(): Promise<void> {
     admission: engine?.admission ?? null,
     drift: drift ?? null,
     clockCpu: clockCpu ?? null,
+    cost: cost ?? null,
+    lateness: late ?? null,
     load: engine === undefined ? null : { before: engine.loadBefore, after: engine.loadAfter },
   };
   const kept: string[] = [];
-  for (const key of ['eq', 'loudnorm', 'resampler', 'engine', 'scale', 'drift', 'clockCpu'] as const) {
+  for (const key of ['eq', 'loudnorm', 'resampler', 'engine', 'scale', 'drift', 'clockCpu', 'cost', 'lateness'] as const) {
     const earlier = previous[key];
     if (report[key] === null && earlier !== undefined && earlier !== null) {
       report[key] = earlier;
