@@ -18,6 +18,12 @@ typedef struct
   int was_running;
   size_t fade_done;
   double *env;                  /* this chunk's envelope, per frame */
+  /* a core that ran dry exactly at a chunk's end has no fade-out: its
+   * last core_fade frames (hist, a ring) play on mirrored in time, fading
+   * out linearly (tail frames done; -1: none), in x, the chunk as mixed */
+  float *hist, *x;
+  size_t hist_pos;
+  long tail;
 } Meter;
 
 struct Failover
@@ -36,13 +42,17 @@ struct Failover
 };
 
 static int
-meter_init (Meter * m, size_t window, size_t chunk)
+meter_init (Meter * m, size_t window, size_t chunk, size_t fade,
+    unsigned channels)
 {
   m->sumsq = calloc (window, sizeof (double));
   m->audio = calloc (window, sizeof (size_t));
   m->env = calloc (chunk, sizeof (double));
+  m->hist = calloc (fade * channels, sizeof (float));
+  m->x = calloc (chunk * channels, sizeof (float));
   m->level = FAILOVER_NO_LEVEL;
-  return m->sumsq && m->audio && m->env ? 0 : -1;
+  m->tail = -1;
+  return m->sumsq && m->audio && m->env && m->hist && m->x ? 0 : -1;
 }
 
 static void
@@ -51,6 +61,8 @@ meter_clear (Meter * m)
   free (m->sumsq);
   free (m->audio);
   free (m->env);
+  free (m->hist);
+  free (m->x);
 }
 
 void
@@ -84,9 +96,9 @@ failover_new (unsigned channels, unsigned rate, size_t chunk,
   if (f->window < 1)
     f->window = 1;
   f->xfade = (size_t) lround (FAILOVER_XFADE_S * rate);
-  if (meter_init (&f->in[0], f->window, chunk) != 0
-      || meter_init (&f->in[1], f->window, chunk) != 0
-      || meter_init (&f->out, f->window, chunk) != 0) {
+  if (meter_init (&f->in[0], f->window, chunk, core_fade, channels) != 0
+      || meter_init (&f->in[1], f->window, chunk, core_fade, channels) != 0
+      || meter_init (&f->out, f->window, chunk, core_fade, channels) != 0) {
     failover_free (f);
     return NULL;
   }
@@ -197,15 +209,29 @@ measure (Failover * f, Meter * m, const float *x, size_t audio)
  * core_fade; when it runs dry after `audio` frames, a fade-out over the
  * last n = min(audio, core_fade) of them, gain (n - j) / (n + 1); 0 after. */
 static void
-envelope (Failover * f, Meter * m, size_t audio)
+envelope (Failover * f, Meter * m, const float *x, size_t audio)
 {
   size_t n = audio < f->core_fade ? audio : f->core_fade;
+  size_t fade = f->core_fade;
+  unsigned ch = f->channels;
 
+  memcpy (m->x, x, f->chunk * ch * sizeof (float));
+  if (m->was_running && audio == 0)
+    m->tail = 0;                /* ran dry at the chunk's edge: no fade */
+  else if (audio > 0)
+    m->tail = -1;
   if (!m->was_running && audio > 0)
     m->fade_done = 0;
   for (size_t j = 0; j < f->chunk; j++) {
     double e = 0.0;
-    if (j < audio) {
+    if (m->tail >= 0 && (size_t) m->tail < fade) {
+      /* the last frames mirrored: frame t of the tail is the t-th newest */
+      size_t t = (size_t) m->tail++;
+      size_t src = (m->hist_pos + fade - 1 - t) % fade;
+      e = (double) (fade - t) / (double) (fade + 1);
+      for (unsigned c = 0; c < ch; c++)
+        m->x[j * ch + c] = (float) (e * m->hist[src * ch + c]);
+    } else if (j < audio) {
       e = 1.0;
       if (m->fade_done < f->core_fade)
         e = (double) (++m->fade_done) / (double) f->core_fade;
@@ -213,6 +239,10 @@ envelope (Failover * f, Meter * m, size_t audio)
         e *= (double) (n - (j - (audio - n))) / (double) (n + 1);
     }
     m->env[j] = e;
+  }
+  for (size_t j = 0; j < audio; j++) {
+    memcpy (m->hist + m->hist_pos * ch, x + j * ch, ch * sizeof (float));
+    m->hist_pos = (m->hist_pos + 1) % fade;
   }
   m->was_running = audio >= f->chunk;
 }
@@ -353,7 +383,7 @@ mix (Failover * f, const float *main, const float *backup, float *out)
 
     ramp (f);
     e[FAILOVER_MAIN] = f->in[0].env[j];
-    e[FAILOVER_BACKUP] = f->have_backup ? f->in[1].env[j] : 0.0;
+    e[FAILOVER_BACKUP] = backup != NULL ? f->in[1].env[j] : 0.0;
     e[FAILOVER_FALLBACK] = fb != NULL ? 1.0 : 0.0;
     for (int i = 0; i < FAILOVER_INPUTS; i++) {
       a[i] = f->w[i];
@@ -363,7 +393,8 @@ mix (Failover * f, const float *main, const float *backup, float *out)
      * audio; its own envelope passes the rest on */
     for (int k = 0; cover && k < FAILOVER_INPUTS && r > 1e-12; k++) {
       int i = order[k];
-      if (e[i] > 0.0) {
+      /* not the input on air alone: its own fade is what is covered */
+      if (e[i] > 0.0 && f->w[i] < 1.0) {
         a[i] += r;
         r -= r * e[i];
       }
@@ -403,11 +434,8 @@ failover_chunk (Failover * f, const float *main, size_t main_audio,
   if (backup_audio > f->chunk)
     backup_audio = f->chunk;
   measure (f, &f->in[FAILOVER_MAIN], main, main_audio);
-  envelope (f, &f->in[FAILOVER_MAIN], main_audio);
-  if (f->have_backup && backup != NULL) {
+  if (f->have_backup && backup != NULL)
     measure (f, &f->in[FAILOVER_BACKUP], backup, backup_audio);
-    envelope (f, &f->in[FAILOVER_BACKUP], backup_audio);
-  }
 
   if (!f->have_backup && f->fb == NULL) {
     /* exactly as without failover: MAIN's chunk */
@@ -435,7 +463,11 @@ failover_chunk (Failover * f, const float *main, size_t main_audio,
       f->on_air = to;
       switched = 1;
     }
-    mix (f, main, f->have_backup ? backup : NULL, out);
+    envelope (f, &f->in[FAILOVER_MAIN], main, main_audio);
+    if (f->have_backup && backup != NULL)
+      envelope (f, &f->in[FAILOVER_BACKUP], backup, backup_audio);
+    mix (f, f->in[FAILOVER_MAIN].x, f->have_backup && backup != NULL ?
+        f->in[FAILOVER_BACKUP].x : NULL, out);
   }
   measure (f, &f->out, out, f->active != FAILOVER_NONE ? f->chunk : 0);
   return switched;
