@@ -400,7 +400,7 @@ clock_bridge_write (ClockBridge * b, const float *interleaved, size_t frames,
   b->cont_fill = fill_frames (b) / b->rate;
 }
 
-void
+size_t
 clock_bridge_read (ClockBridge * b, float *out, size_t frames, double t)
 {
   unsigned ch = b->channels;
@@ -472,6 +472,7 @@ clock_bridge_read (ClockBridge * b, float *out, size_t frames, double t)
     b->drained = 1;
   /* re-anchored on the FIFO itself after each read */
   b->cont_fill = fill_frames (b) / b->rate;
+  return k;
 }
 
 void

@@ -142,8 +142,10 @@ int clock_bridge_full (const ClockBridge * b, size_t frames);
  * not the sender's: the drift line starts again after it) */
 void clock_bridge_waited (ClockBridge * b);
 /* always fills frames interleaved frames; t: now on the output clock, s.
- * The loop is fed the time average of the fill since the last read. */
-void clock_bridge_read (ClockBridge * b, float *interleaved, size_t frames,
+ * The loop is fed the time average of the fill since the last read.
+ * Returns how many of the first frames are audio (the rest is silence: it
+ * ran dry after them, or was not running). */
+size_t clock_bridge_read (ClockBridge * b, float *interleaved, size_t frames,
     double t);
 /* end of input: play out what is left */
 void clock_bridge_drain (ClockBridge * b);

@@ -13,6 +13,17 @@
  * second of the pipeline clock whatever the sender does; with no input it
  * carries digital silence.
  *
+ * Failover (failover.h): a request sink pad `backup` (at most one) has a
+ * core of its own, written by its own streaming thread; the task reads
+ * both cores every chunk (the backup is hot) and a `fallback-file` (raw
+ * F32LE, mapped at READY->PAUSED, looped), and the policy in failover.c
+ * mixes the chunk it pushes: the input on air, a 10 ms crossfade at each
+ * switch (a `failover` message), another input covering while the one on
+ * air has no audio.  Without a backup pad and a fallback file the main
+ * core reads straight into the buffer as before; the policy only measures
+ * (the periodic message's failover fields).  The failover-* properties and
+ * `select` may change while PLAYING: the task reads them every chunk.
+ *
  * Clock: the element provides the pipeline clock (GST_ELEMENT_FLAG_PROVIDE_CLOCK):
  * a GstSystemClock of clock-type TAI or REALTIME, or for `/dev/ptpN` a
  * monotonic GstSystemClock slaved to a clock that reads the PTP hardware
@@ -37,10 +48,12 @@
 #endif
 
 #include "bridge.h"
+#include "failover.h"
 #include "phcclock.h"
 
 #include <gst/audio/audio.h>
 #include <gst/gst.h>
+#include <math.h>
 #include <pthread.h>
 #include <sched.h>
 #include <sys/resource.h>
@@ -76,6 +89,17 @@ GST_DEBUG_CATEGORY_STATIC (clock_bridge_debug);
 #define DEFAULT_INTERVAL (GST_SECOND)
 #define MIN_INTERVAL (10 * GST_MSECOND)
 #define DEFAULT_CHANNELS 2
+#define DEFAULT_FAILOVER_LOSS (300 * GST_MSECOND)
+#define MIN_FAILOVER_LOSS (50 * GST_MSECOND)
+#define MAX_FAILOVER_LOSS (10 * GST_SECOND)
+#define DEFAULT_SILENCE_LEVEL -50.0
+#define DEFAULT_FAILOVER_SILENCE (10 * GST_SECOND)
+#define MIN_FAILOVER_SILENCE (1 * GST_SECOND)
+#define MAX_FAILOVER_SILENCE (600 * GST_SECOND)
+#define DEFAULT_FAILOVER_RETURN (10 * GST_SECOND)
+#define MAX_FAILOVER_RETURN (600 * GST_SECOND)
+/* the fallback file: at least this much audio (a shorter loop is a buzz) */
+#define MIN_FALLBACK_FRAMES (RATE / 10)
 
 #define TEMPLATE_CAPS \
   "audio/x-raw, format = (string) F32LE, layout = (string) interleaved, " \
@@ -90,7 +114,35 @@ enum
   PROP_INTERVAL,
   PROP_CHANNELS,
   PROP_PACE_INPUT,
+  PROP_FALLBACK_FILE,
+  PROP_FAILOVER_LOSS,
+  PROP_FAILOVER_SILENCE_LEVEL,
+  PROP_FAILOVER_SILENCE,
+  PROP_FAILOVER_RETURN,
+  PROP_FALLBACK_ON_SILENCE,
+  PROP_SELECT,
 };
+
+/* select: the input forced on air, or auto (failover.h's FailoverSelect) */
+#define GST_TYPE_CLOCK_BRIDGE_SELECT (gst_clock_bridge_select_get_type ())
+static GType
+gst_clock_bridge_select_get_type (void)
+{
+  static GType type = 0;
+  static const GEnumValue values[] = {
+    {FAILOVER_SELECT_AUTO, "The failover policy decides", "auto"},
+    {FAILOVER_SELECT_MAIN, "The main input (sink pad)", "main"},
+    {FAILOVER_SELECT_BACKUP, "The backup input (backup pad)", "backup"},
+    {FAILOVER_SELECT_FALLBACK, "The fallback file", "fallback"},
+    {0, NULL, NULL}
+  };
+
+  if (g_once_init_enter (&type)) {
+    GType t = g_enum_register_static ("GstClockBridgeSelect", values);
+    g_once_init_leave (&type, t);
+  }
+  return type;
+}
 
 #define GST_TYPE_CLOCK_BRIDGE (gst_clock_bridge_get_type ())
 G_DECLARE_FINAL_TYPE (GstClockBridge, gst_clock_bridge, GST, CLOCK_BRIDGE,
@@ -108,6 +160,8 @@ struct _GstClockBridge
   guint64 jitter, chunk, interval;
   gint channels;
   gboolean pace_input;
+  gchar *fallback_file;
+  FailoverSettings failover_set;
   gchar *settings_error;        /* the first refused value, reported at READY */
 
   /* the clock we provide, under the object lock; made at NULL->READY */
@@ -129,6 +183,18 @@ struct _GstClockBridge
    * when the sink is due to send it, NONE until the event came */
   GstClockTime pipeline_latency;
 
+  /* the backup input (request pad `backup`, at most one), under
+   * self->lock like the main one's fields */
+  GstPad *backuppad;
+  ClockBridge *backup;
+  gboolean backup_flushing, backup_eos, backup_rt_tried;
+  GstClockTime backup_last_input;
+  /* the policy and mixer, and the chunks of each core (task); the mapped
+   * fallback file (made at READY->PAUSED) */
+  Failover *failover;
+  float *main_chunk, *backup_chunk;
+  GMappedFile *fallback_map;
+
   /* task (see the threading note) */
   gboolean sent_head;           /* stream-start, caps, segment pushed */
   gboolean have_origin;
@@ -144,6 +210,9 @@ struct _GstClockBridge
 
 static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE ("sink",
     GST_PAD_SINK, GST_PAD_ALWAYS, GST_STATIC_CAPS (TEMPLATE_CAPS));
+static GstStaticPadTemplate backup_template =
+GST_STATIC_PAD_TEMPLATE ("backup", GST_PAD_SINK, GST_PAD_REQUEST,
+    GST_STATIC_CAPS (TEMPLATE_CAPS));
 static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE ("src",
     GST_PAD_SRC, GST_PAD_ALWAYS, GST_STATIC_CAPS (TEMPLATE_CAPS));
 
@@ -175,6 +244,9 @@ static GstIterator *gst_clock_bridge_no_links (GstPad * pad,
     GstObject * parent);
 static gboolean ask_realtime (GstClockBridge * self, int priority,
     const gchar * which);
+static GstPad *gst_clock_bridge_request_new_pad (GstElement * element,
+    GstPadTemplate * templ, const gchar * name, const GstCaps * caps);
+static void gst_clock_bridge_release_pad (GstElement * element, GstPad * pad);
 
 static void
 gst_clock_bridge_class_init (GstClockBridgeClass * klass)
@@ -183,6 +255,9 @@ gst_clock_bridge_class_init (GstClockBridgeClass * klass)
   GstElementClass *element_class = GST_ELEMENT_CLASS (klass);
   const GParamFlags flags = G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
       GST_PARAM_MUTABLE_READY;
+  /* settable while playing (enginecontrol) */
+  const GParamFlags live = G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
+      GST_PARAM_MUTABLE_PLAYING;
 
   gobject_class->set_property = gst_clock_bridge_set_property;
   gobject_class->get_property = gst_clock_bridge_get_property;
@@ -211,9 +286,46 @@ gst_clock_bridge_class_init (GstClockBridgeClass * klass)
       g_param_spec_boolean ("pace-input", "Pace input",
           "The input can wait (a pipe or file, not a live sender): block it "
           "instead of dropping audio when the FIFO is full", FALSE, flags));
+  g_object_class_install_property (gobject_class, PROP_FALLBACK_FILE,
+      g_param_spec_string ("fallback-file", "Fallback file",
+          "Raw F32LE interleaved samples at 48 kHz, `channels` channels, "
+          "played looped when main and backup are lost (empty: none)",
+          "", flags));
+  g_object_class_install_property (gobject_class, PROP_FAILOVER_LOSS,
+      g_param_spec_uint64 ("failover-loss", "Failover loss",
+          "The input on air without audio this long: another input, ns",
+          MIN_FAILOVER_LOSS, MAX_FAILOVER_LOSS, DEFAULT_FAILOVER_LOSS,
+          live));
+  g_object_class_install_property (gobject_class,
+      PROP_FAILOVER_SILENCE_LEVEL, g_param_spec_double
+      ("failover-silence-level", "Failover silence level",
+          "Below this short-term level (400 ms, dBFS) an input is silent",
+          -90.0, 0.0, DEFAULT_SILENCE_LEVEL, live));
+  g_object_class_install_property (gobject_class, PROP_FAILOVER_SILENCE,
+      g_param_spec_uint64 ("failover-silence", "Failover silence",
+          "Main silent this long while the backup is not: the backup, ns",
+          MIN_FAILOVER_SILENCE, MAX_FAILOVER_SILENCE,
+          DEFAULT_FAILOVER_SILENCE, live));
+  g_object_class_install_property (gobject_class, PROP_FAILOVER_RETURN,
+      g_param_spec_uint64 ("failover-return", "Failover return",
+          "Main back with audio, audible, this long without a break: main "
+          "again, ns", 0, MAX_FAILOVER_RETURN, DEFAULT_FAILOVER_RETURN,
+          live));
+  g_object_class_install_property (gobject_class, PROP_FALLBACK_ON_SILENCE,
+      g_param_spec_boolean ("fallback-on-silence", "Fallback on silence",
+          "Main and backup both silent for failover-silence: the fallback "
+          "file", FALSE, live));
+  g_object_class_install_property (gobject_class, PROP_SELECT,
+      g_param_spec_enum ("select", "Select",
+          "The input forced on air, or auto (the failover policy)",
+          GST_TYPE_CLOCK_BRIDGE_SELECT, FAILOVER_SELECT_AUTO, live));
 
   gst_element_class_add_static_pad_template (element_class, &sink_template);
   gst_element_class_add_static_pad_template (element_class, &src_template);
+  gst_element_class_add_static_pad_template (element_class, &backup_template);
+  element_class->request_new_pad =
+      GST_DEBUG_FUNCPTR (gst_clock_bridge_request_new_pad);
+  element_class->release_pad = GST_DEBUG_FUNCPTR (gst_clock_bridge_release_pad);
   element_class->change_state =
       GST_DEBUG_FUNCPTR (gst_clock_bridge_change_state);
   element_class->provide_clock =
@@ -236,6 +348,9 @@ gst_clock_bridge_init (GstClockBridge * self)
   self->chunk = DEFAULT_CHUNK;
   self->interval = DEFAULT_INTERVAL;
   self->channels = DEFAULT_CHANNELS;
+  self->fallback_file = g_strdup ("");
+  failover_defaults (&self->failover_set);
+  self->backup_last_input = GST_CLOCK_TIME_NONE;
   g_mutex_init (&self->lock);
   g_cond_init (&self->cond);
   self->last_input = GST_CLOCK_TIME_NONE;
@@ -342,6 +457,32 @@ gst_clock_bridge_set_property (GObject * object, guint prop_id,
     case PROP_PACE_INPUT:
       self->pace_input = g_value_get_boolean (value);
       break;
+    case PROP_FALLBACK_FILE:
+      g_free (self->fallback_file);
+      self->fallback_file = g_strdup (g_value_get_string (value) ?
+          g_value_get_string (value) : "");
+      break;
+    case PROP_FAILOVER_LOSS:
+      self->failover_set.loss_s =
+          (gdouble) g_value_get_uint64 (value) / GST_SECOND;
+      break;
+    case PROP_FAILOVER_SILENCE_LEVEL:
+      self->failover_set.silence_level_db = g_value_get_double (value);
+      break;
+    case PROP_FAILOVER_SILENCE:
+      self->failover_set.silence_s =
+          (gdouble) g_value_get_uint64 (value) / GST_SECOND;
+      break;
+    case PROP_FAILOVER_RETURN:
+      self->failover_set.return_s =
+          (gdouble) g_value_get_uint64 (value) / GST_SECOND;
+      break;
+    case PROP_FALLBACK_ON_SILENCE:
+      self->failover_set.fallback_on_silence = g_value_get_boolean (value);
+      break;
+    case PROP_SELECT:
+      self->failover_set.select = (FailoverSelect) g_value_get_enum (value);
+      break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
       break;
@@ -375,6 +516,30 @@ gst_clock_bridge_get_property (GObject * object, guint prop_id,
     case PROP_PACE_INPUT:
       g_value_set_boolean (value, self->pace_input);
       break;
+    case PROP_FALLBACK_FILE:
+      g_value_set_string (value, self->fallback_file);
+      break;
+    case PROP_FAILOVER_LOSS:
+      g_value_set_uint64 (value, (guint64) llround
+          (self->failover_set.loss_s * GST_SECOND));
+      break;
+    case PROP_FAILOVER_SILENCE_LEVEL:
+      g_value_set_double (value, self->failover_set.silence_level_db);
+      break;
+    case PROP_FAILOVER_SILENCE:
+      g_value_set_uint64 (value, (guint64) llround
+          (self->failover_set.silence_s * GST_SECOND));
+      break;
+    case PROP_FAILOVER_RETURN:
+      g_value_set_uint64 (value, (guint64) llround
+          (self->failover_set.return_s * GST_SECOND));
+      break;
+    case PROP_FALLBACK_ON_SILENCE:
+      g_value_set_boolean (value, self->failover_set.fallback_on_silence);
+      break;
+    case PROP_SELECT:
+      g_value_set_enum (value, self->failover_set.select);
+      break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
       break;
@@ -388,9 +553,16 @@ gst_clock_bridge_finalize (GObject * object)
   GstClockBridge *self = GST_CLOCK_BRIDGE (object);
 
   clock_bridge_free (self->bridge);
+  clock_bridge_free (self->backup);
+  failover_free (self->failover);
+  g_free (self->main_chunk);
+  g_free (self->backup_chunk);
+  if (self->fallback_map)
+    g_mapped_file_unref (self->fallback_map);
   if (self->clock)
     gst_object_unref (self->clock);
   g_free (self->clock_source);
+  g_free (self->fallback_file);
   g_free (self->settings_error);
   g_mutex_clear (&self->lock);
   g_cond_clear (&self->cond);
@@ -528,12 +700,53 @@ check_caps (GstClockBridge * self, GstCaps * caps)
   return ok;
 }
 
+/* the backup pad's events: as the main one's, on its own core */
+static gboolean
+backup_event (GstClockBridge * self, GstEvent * event)
+{
+  gboolean ret = TRUE;
+
+  switch (GST_EVENT_TYPE (event)) {
+    case GST_EVENT_CAPS:{
+      GstCaps *caps;
+      gst_event_parse_caps (event, &caps);
+      ret = check_caps (self, caps);
+      break;
+    }
+    case GST_EVENT_EOS:
+      g_mutex_lock (&self->lock);
+      self->backup_eos = TRUE;
+      if (self->backup)
+        clock_bridge_drain (self->backup);
+      g_mutex_unlock (&self->lock);
+      break;
+    case GST_EVENT_FLUSH_START:
+      g_mutex_lock (&self->lock);
+      self->backup_flushing = TRUE;
+      g_mutex_unlock (&self->lock);
+      break;
+    case GST_EVENT_FLUSH_STOP:
+      g_mutex_lock (&self->lock);
+      self->backup_flushing = FALSE;
+      if (self->backup && !self->backup_eos)
+        clock_bridge_flush (self->backup);
+      g_mutex_unlock (&self->lock);
+      break;
+    default:
+      break;
+  }
+  gst_event_unref (event);
+  return ret;
+}
+
 static gboolean
 gst_clock_bridge_sink_event (GstPad * pad, GstObject * parent, GstEvent * event)
 {
   GstClockBridge *self = GST_CLOCK_BRIDGE (parent);
   gboolean ret = TRUE;
 
+  if (pad != self->sinkpad)
+    return backup_event (self, event);
   switch (GST_EVENT_TYPE (event)) {
     case GST_EVENT_CAPS:{
       GstCaps *caps;
@@ -580,15 +793,58 @@ running_seconds (GstClockBridge * self, GstClockTime now)
   return (gdouble) (now - base) / GST_SECOND;
 }
 
+/* the backup pad's buffers: written into its own core (never paced: a
+ * live sender), on its own streaming thread */
 static GstFlowReturn
-gst_clock_bridge_chain (GstPad * pad, GstObject * parent, GstBuffer * buffer)
+backup_chain (GstClockBridge * self, GstBuffer * buffer)
 {
-  GstClockBridge *self = GST_CLOCK_BRIDGE (parent);
   GstClock *clock = gst_element_get_clock (GST_ELEMENT (self));
   GstFlowReturn ret = GST_FLOW_OK;
   GstMapInfo map;
   gsize frame_bytes;
 
+  if (!self->backup_rt_tried) {
+    self->backup_rt_tried = TRUE;
+    ask_realtime (self, INPUT_RT_PRIORITY, "backup input");
+  }
+  g_mutex_lock (&self->lock);
+  if (self->backup_flushing) {
+    ret = GST_FLOW_FLUSHING;
+  } else if (self->backup_eos) {
+    ret = GST_FLOW_EOS;
+  } else if (self->backup && gst_buffer_map (buffer, &map, GST_MAP_READ)) {
+    GST_OBJECT_LOCK (self);
+    frame_bytes = sizeof (float) * self->channels;
+    GST_OBJECT_UNLOCK (self);
+    if (clock)
+      self->backup_last_input = gst_clock_get_time (clock);
+    clock_bridge_write (self->backup, (const float *) map.data,
+        map.size / frame_bytes, running_seconds (self,
+            self->backup_last_input));
+    gst_buffer_unmap (buffer, &map);
+    if (self->src_flow == GST_FLOW_NOT_LINKED
+        || self->src_flow < GST_FLOW_EOS)
+      ret = self->src_flow;
+  }
+  g_mutex_unlock (&self->lock);
+  if (clock)
+    gst_object_unref (clock);
+  gst_buffer_unref (buffer);
+  return ret;
+}
+
+static GstFlowReturn
+gst_clock_bridge_chain (GstPad * pad, GstObject * parent, GstBuffer * buffer)
+{
+  GstClockBridge *self = GST_CLOCK_BRIDGE (parent);
+  GstClock *clock;
+  GstFlowReturn ret = GST_FLOW_OK;
+  GstMapInfo map;
+  gsize frame_bytes;
+
+  if (pad != self->sinkpad)
+    return backup_chain (self, buffer);
+  clock = gst_element_get_clock (GST_ELEMENT (self));
   if (!self->input_rt_tried) {
     /* the thread that brings a live input (srtsrc's: receive, demux,
      * decode, here) is the other half of the FIFO's reserve: on a busy
@@ -640,8 +896,7 @@ gst_clock_bridge_chain (GstPad * pad, GstObject * parent, GstBuffer * buffer)
 static void
 push_head (GstClockBridge * self)
 {
-  gchar *id = gst_pad_create_stream_id (self->srcpad, GST_ELEMENT (self),
-      NULL);
+  gchar *id;
   GstAudioInfo info;
   GstCaps *caps;
   GstSegment segment;
@@ -651,6 +906,13 @@ push_head (GstClockBridge * self)
   channels = self->channels;
   GST_OBJECT_UNLOCK (self);
 
+  /* GStreamer derives an id from the one sink pad; with two it makes
+   * none: a random one, as it does for a source */
+  if (self->backuppad == NULL)
+    id = gst_pad_create_stream_id (self->srcpad, GST_ELEMENT (self), NULL);
+  else
+    id = g_strdup_printf ("%08x%08x%08x%08x", g_random_int (),
+        g_random_int (), g_random_int (), g_random_int ());
   gst_pad_push_event (self->srcpad, gst_event_new_stream_start (id));
   g_free (id);
   gst_audio_info_set_format (&info, GST_AUDIO_FORMAT_F32LE, RATE, channels,
@@ -662,9 +924,64 @@ push_head (GstClockBridge * self)
   gst_pad_push_event (self->srcpad, gst_event_new_segment (&segment));
 }
 
+/* what the failover policy did in a chunk and where it stands after it */
+typedef struct
+{
+  FailoverStatus status;
+  gboolean switched;
+  FailoverSwitch sw;
+} FailoverReport;
+
+/* the `failover` message: one per switch */
+static void
+post_failover (GstClockBridge * self, const FailoverSwitch * sw,
+    GstClockTime running_time)
+{
+  GstStructure *s = gst_structure_new ("failover",
+      "running-time", G_TYPE_UINT64, (guint64) running_time,
+      "from", G_TYPE_STRING, failover_input_name (sw->from),
+      "to", G_TYPE_STRING, failover_input_name (sw->to),
+      "reason", G_TYPE_STRING, failover_reason_name (sw->reason),
+      "main-level", G_TYPE_DOUBLE, sw->main_level,
+      "backup-level", G_TYPE_DOUBLE, sw->backup_level,
+      "main-silent", G_TYPE_DOUBLE, sw->main_silent_s,
+      "backup-silent", G_TYPE_DOUBLE, sw->backup_silent_s,
+      "lost", G_TYPE_DOUBLE, sw->lost_s, NULL);
+
+  GST_INFO_OBJECT (self, "failover %s -> %s (%s)",
+      failover_input_name (sw->from), failover_input_name (sw->to),
+      failover_reason_name (sw->reason));
+  gst_element_post_message (GST_ELEMENT (self),
+      gst_message_new_element (GST_OBJECT (self), s));
+}
+
+/* the failover fields of the periodic message (the backup's only with a
+ * backup pad) */
+static void
+add_failover_fields (GstStructure * s, const FailoverStatus * fo)
+{
+  const FailoverInputStatus *m = &fo->input[FAILOVER_MAIN];
+  const FailoverInputStatus *b = &fo->input[FAILOVER_BACKUP];
+
+  gst_structure_set (s,
+      "active-input", G_TYPE_STRING, failover_input_name (fo->active),
+      "selection", G_TYPE_STRING, failover_select_name (fo->selection),
+      "main-connected", G_TYPE_BOOLEAN, m->connected,
+      "main-level", G_TYPE_DOUBLE, m->level,
+      "main-silent", G_TYPE_DOUBLE, m->silent_s, NULL);
+  if (fo->have_backup)
+    gst_structure_set (s,
+        "backup-connected", G_TYPE_BOOLEAN, b->connected,
+        "backup-level", G_TYPE_DOUBLE, b->level,
+        "backup-silent", G_TYPE_DOUBLE, b->silent_s, NULL);
+  gst_structure_set (s, "output-silent", G_TYPE_DOUBLE, fo->output_silent_s,
+      NULL);
+}
+
 static void
 post_stats (GstClockBridge * self, const ClockBridgeStats * st,
-    gboolean input_active, GstClockTime running_time, GstClockTime downstream)
+    gboolean input_active, GstClockTime running_time, GstClockTime downstream,
+    const FailoverStatus * fo)
 {
   GstStructure *s;
 
@@ -692,6 +1009,7 @@ post_stats (GstClockBridge * self, const ClockBridgeStats * st,
       "latency", G_TYPE_DOUBLE,
       st->fill_s + (gdouble) downstream / GST_SECOND,
       "ratio", G_TYPE_DOUBLE, st->ratio, NULL);
+  add_failover_fields (s, fo);
   gst_element_post_message (GST_ELEMENT (self),
       gst_message_new_element (GST_OBJECT (self), s));
 }
@@ -786,28 +1104,50 @@ wait_until_due (GstClockBridge * self, GstClock * clock, GstClockTime due)
   return gst_clock_get_time (clock);
 }
 
-/* Reads the chunk from the FIFO into a new buffer (under self->lock) and
- * takes the statistics after the read. */
+/* Reads the chunk from each core (and the fallback file) into a new
+ * buffer through the failover mixer (under self->lock) and takes the
+ * statistics after the read.  Without a backup and a fallback the main
+ * core reads straight into the buffer and the mixer only measures. */
 static GstBuffer *
 read_chunk (GstClockBridge * self, GstClockTime now, ClockBridgeStats * st,
-    gboolean * input_active, gboolean * drained)
+    gboolean * input_active, gboolean * drained, FailoverReport * fr)
 {
   GstBuffer *buf;
   GstMapInfo map;
+  FailoverSettings set;
+  float *out, *main_out;
+  gdouble t = running_seconds (self, now);
+  gsize audio, backup_audio = 0;
   guint ch;
 
   GST_OBJECT_LOCK (self);
   ch = (guint) self->channels;
+  set = self->failover_set;
   GST_OBJECT_UNLOCK (self);
   buf = gst_buffer_new_allocate (NULL,
       (gsize) self->chunk_frames * ch * sizeof (float), NULL);
   gst_buffer_map (buf, &map, GST_MAP_WRITE);
-  clock_bridge_read (self->bridge, (float *) map.data, self->chunk_frames,
-      running_seconds (self, now));
+  out = (float *) map.data;
+  main_out = self->backup != NULL || self->fallback_map != NULL ?
+      self->main_chunk : out;
+  audio = clock_bridge_read (self->bridge, main_out, self->chunk_frames, t);
+  if (self->backup)
+    backup_audio = clock_bridge_read (self->backup, self->backup_chunk,
+        self->chunk_frames, t);
   if (self->paced)
     g_cond_broadcast (&self->cond);     /* room for a paced write */
+  failover_set_settings (self->failover, &set);
+  failover_set_backup (self->failover, self->backup != NULL);
+  fr->switched = failover_chunk (self->failover, main_out, audio,
+      self->backup ? self->backup_chunk : NULL, backup_audio, out, &fr->sw);
+  failover_status (self->failover, &fr->status);
   gst_buffer_unmap (buf, &map);
-  *drained = self->eos_in && clock_bridge_drained (self->bridge);
+  /* the output ends when main has played out, and the backup too when it
+   * had input */
+  *drained = self->eos_in && clock_bridge_drained (self->bridge)
+      && (self->backup == NULL
+      || !GST_CLOCK_TIME_IS_VALID (self->backup_last_input)
+      || (self->backup_eos && clock_bridge_drained (self->backup)));
   clock_bridge_stats (self->bridge, st);
   *input_active = GST_CLOCK_TIME_IS_VALID (self->last_input)
       && now < self->last_input + INPUT_ACTIVE_WINDOW;
@@ -818,7 +1158,8 @@ read_chunk (GstClockBridge * self, GstClockTime now, ClockBridgeStats * st,
  * complete, and ends the task after the drain or on a flow error. */
 static void
 push_chunk (GstClockBridge * self, GstBuffer * buf, const Chunk * c,
-    const ClockBridgeStats * st, gboolean input_active, gboolean drained)
+    const ClockBridgeStats * st, gboolean input_active, gboolean drained,
+    const FailoverReport * fr)
 {
   GstFlowReturn flow;
   gboolean post;
@@ -835,8 +1176,10 @@ push_chunk (GstClockBridge * self, GstBuffer * buf, const Chunk * c,
     self->next_message += self->interval_frames;
 
   flow = gst_pad_push (self->srcpad, buf);
+  if (fr->switched)
+    post_failover (self, &fr->sw, c->pts);
   if (post)
-    post_stats (self, st, input_active, c->end, c->downstream);
+    post_stats (self, st, input_active, c->end, c->downstream, &fr->status);
 
   g_mutex_lock (&self->lock);
   self->src_flow = flow;
@@ -868,6 +1211,7 @@ gst_clock_bridge_loop (GstPad * pad)
   GstBuffer *buf;
   ClockBridgeStats st;
   gboolean drained, input_active;
+  FailoverReport fr;
   Chunk c;
 
   if (!self->sent_head) {
@@ -906,9 +1250,9 @@ gst_clock_bridge_loop (GstPad * pad)
     g_mutex_unlock (&self->lock);
     return;
   }
-  buf = read_chunk (self, now, &st, &input_active, &drained);
+  buf = read_chunk (self, now, &st, &input_active, &drained, &fr);
   g_mutex_unlock (&self->lock);
-  push_chunk (self, buf, &c, &st, input_active, drained);
+  push_chunk (self, buf, &c, &st, input_active, drained, &fr);
 }
 
 static gboolean
@@ -990,6 +1334,132 @@ open_clock (GstClockBridge * self)
   return TRUE;
 }
 
+/* the fallback file, mapped: F32LE interleaved, `channels` channels, at
+ * least MIN_FALLBACK_FRAMES; an element error naming the file otherwise */
+static GMappedFile *
+map_fallback (GstClockBridge * self, const gchar * path, gint channels)
+{
+  GError *err = NULL;
+  GMappedFile *map;
+  gsize size, frame = sizeof (float) * (gsize) channels;
+
+#if G_BYTE_ORDER != G_LITTLE_ENDIAN
+  GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
+      ("fallback-file needs a little-endian host"), (NULL));
+  return NULL;
+#endif
+  map = g_mapped_file_new (path, FALSE, &err);
+  if (map == NULL) {
+    GST_ELEMENT_ERROR (self, RESOURCE, OPEN_READ,
+        ("fallback-file %s: %s", path, err->message), (NULL));
+    g_clear_error (&err);
+    return NULL;
+  }
+  size = g_mapped_file_get_length (map);
+  if (size % frame != 0 || size / frame < MIN_FALLBACK_FRAMES) {
+    GST_ELEMENT_ERROR (self, RESOURCE, SETTINGS,
+        ("fallback-file %s: %" G_GSIZE_FORMAT " bytes is not raw F32LE "
+            "audio of %d channels at 48000 Hz, at least 0.1 s (a multiple "
+            "of %" G_GSIZE_FORMAT " bytes, at least %" G_GSIZE_FORMAT ")",
+            path, size, channels, frame, frame * MIN_FALLBACK_FRAMES),
+        (NULL));
+    g_mapped_file_unref (map);
+    return NULL;
+  }
+  return map;
+}
+
+/* the backup pad's core, under self->lock */
+static void
+make_backup_core (GstClockBridge * self, gint channels, guint64 jitter)
+{
+  clock_bridge_free (self->backup);
+  self->backup = clock_bridge_new ((unsigned) channels, RATE,
+      (double) jitter / GST_SECOND, FALSE);
+  self->backup_flushing = FALSE;
+  self->backup_eos = FALSE;
+  self->backup_last_input = GST_CLOCK_TIME_NONE;
+}
+
+/* the backup core, the mixer's buffers and the fallback file */
+static gboolean
+make_failover (GstClockBridge * self, gint channels, guint64 jitter)
+{
+  gchar *path;
+  GMappedFile *map = NULL;
+  Failover *f;
+  gsize frames = self->chunk_frames * (gsize) channels;
+
+  GST_OBJECT_LOCK (self);
+  path = g_strdup (self->fallback_file);
+  GST_OBJECT_UNLOCK (self);
+  if (path[0] != '\0') {
+    map = map_fallback (self, path, channels);
+    if (map == NULL) {
+      g_free (path);
+      return FALSE;
+    }
+  }
+  g_free (path);
+  f = failover_new ((unsigned) channels, RATE, self->chunk_frames,
+      (size_t) llround (CLOCK_BRIDGE_FADE_S * RATE));
+  if (f == NULL) {
+    if (map)
+      g_mapped_file_unref (map);
+    GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT, (NULL),
+        ("out of memory for the failover"));
+    return FALSE;
+  }
+  if (map)
+    failover_set_fallback (f, (const float *) (gpointer)
+        g_mapped_file_get_contents (map), g_mapped_file_get_length (map) /
+        (sizeof (float) * (gsize) channels));
+
+  g_mutex_lock (&self->lock);
+  failover_free (self->failover);
+  self->failover = f;
+  if (self->fallback_map)
+    g_mapped_file_unref (self->fallback_map);
+  self->fallback_map = map;
+  g_free (self->main_chunk);
+  g_free (self->backup_chunk);
+  self->main_chunk = g_new0 (float, frames);
+  self->backup_chunk = g_new0 (float, frames);
+  clock_bridge_free (self->backup);
+  self->backup = NULL;
+  if (self->backuppad)
+    make_backup_core (self, channels, jitter);
+  failover_set_backup (f, self->backup != NULL);
+  if (self->backuppad && self->backup == NULL) {
+    g_mutex_unlock (&self->lock);
+    GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT, (NULL),
+        ("out of memory for the backup FIFO"));
+    return FALSE;
+  }
+  g_mutex_unlock (&self->lock);
+  return TRUE;
+}
+
+/* PAUSED->READY: the cores, the mixer and the file go */
+static void
+free_bridge (GstClockBridge * self)
+{
+  g_mutex_lock (&self->lock);
+  clock_bridge_free (self->bridge);
+  self->bridge = NULL;
+  clock_bridge_free (self->backup);
+  self->backup = NULL;
+  failover_free (self->failover);
+  self->failover = NULL;
+  g_free (self->main_chunk);
+  g_free (self->backup_chunk);
+  self->main_chunk = self->backup_chunk = NULL;
+  if (self->fallback_map)
+    g_mapped_file_unref (self->fallback_map);
+  self->fallback_map = NULL;
+  g_mutex_unlock (&self->lock);
+}
+
 static gboolean
 make_bridge (GstClockBridge * self)
 {
@@ -1020,6 +1490,7 @@ make_bridge (GstClockBridge * self)
 
   self->sent_head = FALSE;
   self->input_rt_tried = FALSE;
+  self->backup_rt_tried = FALSE;
   self->input_rt = self->output_rt = FALSE;
   self->have_origin = FALSE;
   self->frames_out = 0;
@@ -1032,7 +1503,71 @@ make_bridge (GstClockBridge * self)
         ("out of memory for the FIFO"));
     return FALSE;
   }
+  if (!make_failover (self, channels, jitter)) {
+    free_bridge (self);
+    return FALSE;
+  }
   return TRUE;
+}
+
+static GstPad *
+gst_clock_bridge_request_new_pad (GstElement * element,
+    GstPadTemplate * templ, const gchar * name, const GstCaps * caps)
+{
+  GstClockBridge *self = GST_CLOCK_BRIDGE (element);
+  GstPad *pad;
+  guint64 jitter;
+  gint channels;
+
+  if (name != NULL && strcmp (name, "backup") != 0)
+    return NULL;
+  GST_OBJECT_LOCK (self);
+  jitter = self->jitter;
+  channels = self->channels;
+  GST_OBJECT_UNLOCK (self);
+
+  pad = gst_pad_new_from_static_template (&backup_template, "backup");
+  gst_pad_set_chain_function (pad,
+      GST_DEBUG_FUNCPTR (gst_clock_bridge_chain));
+  gst_pad_set_event_function (pad,
+      GST_DEBUG_FUNCPTR (gst_clock_bridge_sink_event));
+  gst_pad_set_query_function (pad,
+      GST_DEBUG_FUNCPTR (gst_clock_bridge_sink_query));
+  gst_pad_set_iterate_internal_links_function (pad,
+      GST_DEBUG_FUNCPTR (gst_clock_bridge_no_links));
+  g_mutex_lock (&self->lock);
+  if (self->backuppad != NULL) {
+    g_mutex_unlock (&self->lock);
+    gst_object_unref (gst_object_ref_sink (pad));
+    GST_WARNING_OBJECT (self, "the backup pad exists already");
+    return NULL;
+  }
+  self->backuppad = pad;
+  /* already PAUSED or PLAYING: its core now */
+  if (self->bridge != NULL)
+    make_backup_core (self, channels, jitter);
+  g_mutex_unlock (&self->lock);
+  /* activated by add_pad when the element is PAUSED or PLAYING */
+  gst_element_add_pad (element, pad);
+  return pad;
+}
+
+static void
+gst_clock_bridge_release_pad (GstElement * element, GstPad * pad)
+{
+  GstClockBridge *self = GST_CLOCK_BRIDGE (element);
+
+  g_mutex_lock (&self->lock);
+  if (pad != self->backuppad) {
+    g_mutex_unlock (&self->lock);
+    return;
+  }
+  self->backuppad = NULL;
+  clock_bridge_free (self->backup);
+  self->backup = NULL;
+  g_mutex_unlock (&self->lock);
+  gst_pad_set_active (pad, FALSE);
+  gst_element_remove_pad (element, pad);
 }
 
 static GstStateChangeReturn
@@ -1078,10 +1613,7 @@ gst_clock_bridge_change_state (GstElement * element, GstStateChange transition)
       ret = GST_STATE_CHANGE_NO_PREROLL;        /* a live source */
       break;
     case GST_STATE_CHANGE_PAUSED_TO_READY:
-      g_mutex_lock (&self->lock);
-      clock_bridge_free (self->bridge);
-      self->bridge = NULL;
-      g_mutex_unlock (&self->lock);
+      free_bridge (self);
       break;
     case GST_STATE_CHANGE_READY_TO_NULL:
       GST_OBJECT_LOCK (self);

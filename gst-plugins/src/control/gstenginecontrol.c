@@ -15,6 +15,7 @@
  *   element   [a-z][a-z0-9_]{0,31}      a sibling in the same bin
  *   property  [a-z][a-z0-9-]{0,63}      a property of that element
  *   value     [-+.,:0-9a-z]{1,1024}     parsed with the property's own type
+ *                                       (numbers, true/false, an enum's nick)
  *
  * A line is at most 4096 bytes; at most 32 assignments. Anything else is
  * refused with an error acknowledgement. Every assignment of a command is
@@ -231,6 +232,15 @@ parse_value (GParamSpec * pspec, const gchar * text, GValue * v)
       else
         return FALSE;
       return TRUE;
+    case G_TYPE_ENUM:{
+      /* by nick only (clockbridge's select=backup), not name or number */
+      GEnumClass *klass = g_type_class_ref (type);
+      GEnumValue *e = g_enum_get_value_by_nick (klass, text);
+      if (e != NULL)
+        g_value_set_enum (v, e->value);
+      g_type_class_unref (klass);
+      return e != NULL;
+    }
     case G_TYPE_STRING:
       /* already restricted to the value alphabet; the element parses it */
       g_value_set_string (v, text);

@@ -5,7 +5,8 @@
  * ok or the reason); a refused command changes nothing, not even its valid
  * assignments; malformed lines, unknown elements and properties, values that
  * do not parse or are out of the property's range, properties that are not
- * mutable while playing and an unknown protocol version are refused. */
+ * mutable while playing and an unknown protocol version are refused; an
+ * enum is set by its nick (clockbridge's select), nothing else. */
 #include <gst/gst.h>
 #include <gst/check/gstcheck.h>
 
@@ -20,16 +21,24 @@ typedef struct
   gint fds[2];                  /* [0] the child's end, [1] the engine's */
 } Fixture;
 
+#define STEPS "audiotestsrc is-live=true samplesperbuffer=480 " \
+  "! audio/x-raw,format=F32LE,rate=48000,channels=2 " \
+  "! parametriceq name=step0 bands=1000:0:1 ! loudnorm name=step1 " \
+  "target=-23 ! fakesink name=out"
+/* a clock bridge with a backup: an enum (select), guint64 and boolean
+ * properties mutable while playing */
+#define BRIDGE "audiotestsrc is-live=true " \
+  "! audio/x-raw,format=F32LE,rate=48000,channels=2 " \
+  "! clockbridge name=bridge ! fakesink  audiotestsrc is-live=true " \
+  "freq=440 ! audio/x-raw,format=F32LE,rate=48000,channels=2 ! bridge.backup"
+
 static void
-fixture_start (Fixture * f)
+fixture_start_with (Fixture * f, const gchar * graph)
 {
   gchar *desc;
 
   fail_unless (socketpair (AF_UNIX, SOCK_STREAM, 0, f->fds) == 0);
-  desc = g_strdup_printf ("audiotestsrc is-live=true samplesperbuffer=480 "
-      "! audio/x-raw,format=F32LE,rate=48000,channels=2 "
-      "! parametriceq name=step0 bands=1000:0:1 ! loudnorm name=step1 "
-      "target=-23 ! fakesink name=out  enginecontrol name=control fd=%d",
+  desc = g_strdup_printf ("%s  enginecontrol name=control fd=%d", graph,
       f->fds[0]);
   f->pipeline = gst_parse_launch (desc, NULL);
   g_free (desc);
@@ -39,6 +48,12 @@ fixture_start (Fixture * f)
       GST_STATE_CHANGE_FAILURE);
   fail_unless (gst_element_get_state (f->pipeline, NULL, NULL,
           5 * GST_SECOND) == GST_STATE_CHANGE_SUCCESS);
+}
+
+static void
+fixture_start (Fixture * f)
+{
+  fixture_start_with (f, STEPS);
 }
 
 static void
@@ -236,6 +251,46 @@ GST_START_TEST (test_restart_and_closed_descriptor)
 
 GST_END_TEST;
 
+GST_START_TEST (test_enum_by_nick)
+{
+  Fixture f;
+  GstElement *bridge;
+  gint select = -1;
+  guint64 loss = 0;
+  gboolean on_silence = FALSE;
+  gdouble level = 0;
+
+  fixture_start_with (&f, BRIDGE);
+  bridge = gst_bin_get_by_name (GST_BIN (f.pipeline), "bridge");
+  expect (&f, "v1 40 set bridge.select=backup\n", 40, NULL);
+  g_object_get (bridge, "select", &select, NULL);
+  fail_unless_equals_int (select, 2);
+  expect (&f, "v1 41 set bridge.select=auto bridge.failover-loss=500000000 "
+      "bridge.fallback-on-silence=true bridge.failover-silence-level=-60.5\n",
+      41, NULL);
+  g_object_get (bridge, "select", &select, "failover-loss", &loss,
+      "fallback-on-silence", &on_silence, "failover-silence-level", &level,
+      NULL);
+  fail_unless_equals_int (select, 0);
+  fail_unless_equals_uint64 (loss, 500000000);
+  fail_unless (on_silence);
+  fail_unless_equals_float (level, -60.5);
+  /* a nick only: not a name, a number or another word */
+  expect (&f, "v1 42 set bridge.select=sideways\n", 42,
+      "bridge.select: sideways is not a GstClockBridgeSelect");
+  expect (&f, "v1 43 set bridge.select=2\n", 43, "is not a");
+  expect (&f, "v1 44 set bridge.select=main bridge.failover-loss=1\n", 44,
+      "out of range");
+  g_object_get (bridge, "select", &select, NULL);
+  fail_unless_equals_int (select, 0);
+  expect (&f, "v1 45 set bridge.fallback-file=x\n", 45,
+      "cannot be changed while playing");
+  gst_object_unref (bridge);
+  fixture_stop (&f);
+}
+
+GST_END_TEST;
+
 static Suite *
 control_suite (void)
 {
@@ -246,6 +301,7 @@ control_suite (void)
   tcase_add_test (tc, test_sets_while_playing);
   tcase_add_test (tc, test_refusals_change_nothing);
   tcase_add_test (tc, test_restart_and_closed_descriptor);
+  tcase_add_test (tc, test_enum_by_nick);
   suite_add_tcase (s, tc);
   return s;
 }
