@@ -156,8 +156,12 @@ check("before: srt-connected=false, counters 0, output 0",
                         and f.get("srt-bytes-received") == 0 and f.get("output-packets") == 0
                         for f in pre))
 
-conn = [f for f in allf if f.get("srt-connected")]
-check(">= 3 messages with srt-connected=true (%d)" % len(conn), len(conn) >= 3)
+connected = [f for f in allf if f.get("srt-connected")]
+# On a busy host a message can fall between the handshake and the first data packet (measured:
+# received [0, 15, 33, 51], rate 0 in the first): judge from the first packet received on.
+first = next((i for i, f in enumerate(connected) if f.get("srt-packets-received", 0) > 0), len(connected))
+conn = connected[first:]
+check(">= 3 messages with srt-connected=true and data (%d)" % len(conn), len(conn) >= 3)
 rx = [f["srt-packets-received"] for f in conn]
 check("srt-packets-received grows while connected (%s)" % rx,
       len(rx) >= 3 and all(b > a for a, b in zip(rx, rx[1:])) and rx[0] > 0)
