@@ -536,6 +536,18 @@ export async function programmeTs(cacheDir: string): Promise<string> {
   return file;
 }
 
+/**
+ * The programme's TS packets, 7 to a buffer (1316 bytes: one SRT payload), each stamped from the
+ * PCRs. Without `alignment=7` tsparse hands on what it read between two timestamps as one buffer of
+ * about 19 kB, stamped once: the srtsinks sent 0.51 s of audio at once every 0.51 s, a burst no
+ * real sender makes (ffmpeg -re and hardware encoders send each 1316-byte packet when it is
+ * full, about 30 a second here); every pipeline then had to hold half a second against it, and a
+ * burst late by more than its reserve was inserted silence in every pipeline at once.
+ */
+function tsparse(): string[] {
+  return ['tsparse', 'set-timestamps=true', 'alignment=7'];
+}
+
 function srtsink(port: number): string[] {
   return ['srtsink', `uri=srt://127.0.0.1:${port}?mode=caller&latency=300`, 'sync=true'];
 }
@@ -554,7 +566,7 @@ export function senderCommand(kind: SenderKind, file: string, ports: number[], l
         '-f', 'mpegts', `srt://127.0.0.1:${first}?mode=caller&latency=300000`];
     case 'gst':
       // plays the file once, paced by its PCR timestamps (srtsink sync=true)
-      return ['gst-launch-1.0', '-q', 'filesrc', `location=${file}`, '!', 'tsparse', 'set-timestamps=true', '!', ...srtsink(first)];
+      return ['gst-launch-1.0', '-q', 'filesrc', `location=${file}`, '!', ...tsparse(), '!', ...srtsink(first)];
     case 'gst-shared':
       // the same, read and parsed once, then a tee with one srtsink per pipeline, all in the one
       // streaming thread: the first sink waits for the clock, the others then send at once. No
@@ -565,7 +577,7 @@ export function senderCommand(kind: SenderKind, file: string, ports: number[], l
       // and one pair of send/receive threads (its multiplexer) instead of a socket and two
       // threads per caller, each thread woken every 10 ms. At N = 32: 6 threads instead of 68,
       // 1.9 % of a core instead of 5.3 % (bench/README.md).
-      return ['gst-launch-1.0', '-q', 'filesrc', `location=${file}`, '!', 'tsparse', 'set-timestamps=true', '!', 'tee', 'name=t',
+      return ['gst-launch-1.0', '-q', 'filesrc', `location=${file}`, '!', ...tsparse(), '!', 'tee', 'name=t',
         ...ports.flatMap((p) => ['t.', '!', ...srtsink(p), 'async=false', ...(localPort > 0 ? ['localaddress=127.0.0.1', `localport=${localPort}`] : [])])];
   }
 }
