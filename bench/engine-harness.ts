@@ -6,7 +6,7 @@
  * Every process started here is ended by `stop()` / `stopAll()`, process group and all, also when
  * a bench fails.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { copyFile, mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -582,12 +582,36 @@ export function senderCommand(kind: SenderKind, file: string, ports: number[], l
   }
 }
 
+/**
+ * The SCHED_FIFO priority the shared sender runs at, above the children's threads (the clock
+ * bridge's input thread asks 5, its output thread 10). The one sender stands for 16 or more
+ * encoders on machines of their own; here it shares 2 cores with the pipelines it feeds, whose
+ * real-time threads preempt it. Measured at N = 16 on the busy host (tcpdump of its sends, 94 s):
+ * its one streaming thread paused 114-181 ms four times, every pipeline got the same late burst
+ * at the same instant, and every pipeline inserted the same silence. A pause of one of 16
+ * separate senders (ffmpeg, gst) reaches one pipeline only, so they stay as they are.
+ */
+export const SHARED_SENDER_RT_PRIORITY = 20;
+
+let chrtWorks: boolean | undefined;
+
+/** `chrt -f PRIORITY` may be used here (root, CAP_SYS_NICE or an RLIMIT_RTPRIO that allows it). */
+export function sharedSenderRealtime(): boolean {
+  chrtWorks ??= spawnSync('chrt', ['-f', String(SHARED_SENDER_RT_PRIORITY), 'true'], { stdio: 'ignore' }).status === 0;
+  return chrtWorks;
+}
+
+/** The argv that starts `command`: under `chrt -f` for the shared sender where the host allows it. */
+export function senderLaunch(kind: SenderKind, command: string[]): string[] {
+  return kind === 'gst-shared' && sharedSenderRealtime() ? ['chrt', '-f', String(SHARED_SENDER_RT_PRIORITY), ...command] : command;
+}
+
 /** One sender process (for `gst-shared`, the one feeding every pipeline). */
 export class Sender {
   private constructor(readonly child: ChildProcess, readonly command: string[], readonly ports: number[]) {}
 
   static start(kind: SenderKind, file: string, ports: number[], localPort = 0): Sender {
-    const command = senderCommand(kind, file, ports, localPort);
+    const command = senderLaunch(kind, senderCommand(kind, file, ports, localPort));
     const [cmd, ...args] = command;
     const child = spawn(cmd ?? 'false', args, { stdio: 'ignore', detached: true });
     child.on('error', () => undefined);
