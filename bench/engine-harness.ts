@@ -6,7 +6,7 @@
  * Every process started here is ended by `stop()` / `stopAll()`, process group and all, also when
  * a bench fails.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { copyFile, mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { createInterface, type Interface } from 'node:readline';
@@ -496,6 +496,18 @@ export async function programmeTs(cacheDir: string): Promise<string> {
   return file;
 }
 
+/**
+ * The programme's TS packets, 7 to a buffer (1316 bytes: one SRT payload), each stamped from the
+ * PCRs. Without `alignment=7` tsparse hands on what it read between two timestamps as one buffer of
+ * about 19 kB, stamped once: the srtsinks sent 0.51 s of audio at once every 0.51 s, a burst no
+ * real sender makes (ffmpeg -re and hardware encoders send each 1316-byte packet when it is
+ * full, about 30 a second here); every pipeline then had to hold half a second against it, and a
+ * burst late by more than its reserve was inserted silence in every pipeline at once.
+ */
+function tsparse(): string[] {
+  return ['tsparse', 'set-timestamps=true', 'alignment=7'];
+}
+
 function srtsink(port: number): string[] {
   return ['srtsink', `uri=srt://127.0.0.1:${port}?mode=caller&latency=300`, 'sync=true'];
 }
@@ -514,7 +526,7 @@ export function senderCommand(kind: SenderKind, file: string, ports: number[], l
         '-f', 'mpegts', `srt://127.0.0.1:${first}?mode=caller&latency=300000`];
     case 'gst':
       // plays the file once, paced by its PCR timestamps (srtsink sync=true)
-      return ['gst-launch-1.0', '-q', 'filesrc', `location=${file}`, '!', 'tsparse', 'set-timestamps=true', '!', ...srtsink(first)];
+      return ['gst-launch-1.0', '-q', 'filesrc', `location=${file}`, '!', ...tsparse(), '!', ...srtsink(first)];
     case 'gst-shared':
       // the same, read and parsed once, then a tee with one srtsink per pipeline, all in the one
       // streaming thread: the first sink waits for the clock, the others then send at once. No
@@ -525,9 +537,33 @@ export function senderCommand(kind: SenderKind, file: string, ports: number[], l
       // and one pair of send/receive threads (its multiplexer) instead of a socket and two
       // threads per caller, each thread woken every 10 ms. At N = 32: 6 threads instead of 68,
       // 1.9 % of a core instead of 5.3 % (bench/README.md).
-      return ['gst-launch-1.0', '-q', 'filesrc', `location=${file}`, '!', 'tsparse', 'set-timestamps=true', '!', 'tee', 'name=t',
+      return ['gst-launch-1.0', '-q', 'filesrc', `location=${file}`, '!', ...tsparse(), '!', 'tee', 'name=t',
         ...ports.flatMap((p) => ['t.', '!', ...srtsink(p), 'async=false', ...(localPort > 0 ? ['localaddress=127.0.0.1', `localport=${localPort}`] : [])])];
   }
+}
+
+/**
+ * The SCHED_FIFO priority the shared sender runs at, above the children's threads (the clock
+ * bridge's input thread asks 5, its output thread 10). The one sender stands for 16 or more
+ * encoders on machines of their own; here it shares 2 cores with the pipelines it feeds, whose
+ * real-time threads preempt it. Measured at N = 16 on the busy host (tcpdump of its sends, 94 s):
+ * its one streaming thread paused 114-181 ms four times, every pipeline got the same late burst
+ * at the same instant, and every pipeline inserted the same silence. A pause of one of 16
+ * separate senders (ffmpeg, gst) reaches one pipeline only, so they stay as they are.
+ */
+export const SHARED_SENDER_RT_PRIORITY = 20;
+
+let chrtWorks: boolean | undefined;
+
+/** `chrt -f PRIORITY` may be used here (root, CAP_SYS_NICE or an RLIMIT_RTPRIO that allows it). */
+export function sharedSenderRealtime(): boolean {
+  chrtWorks ??= spawnSync('chrt', ['-f', String(SHARED_SENDER_RT_PRIORITY), 'true'], { stdio: 'ignore' }).status === 0;
+  return chrtWorks;
+}
+
+/** The argv that starts `command`: under `chrt -f` for the shared sender where the host allows it. */
+export function senderLaunch(kind: SenderKind, command: string[]): string[] {
+  return kind === 'gst-shared' && sharedSenderRealtime() ? ['chrt', '-f', String(SHARED_SENDER_RT_PRIORITY), ...command] : command;
 }
 
 /** One sender process (for `gst-shared`, the one feeding every pipeline). */
@@ -535,7 +571,7 @@ export class Sender {
   private constructor(readonly child: ChildProcess, readonly command: string[], readonly ports: number[]) {}
 
   static start(kind: SenderKind, file: string, ports: number[], localPort = 0): Sender {
-    const command = senderCommand(kind, file, ports, localPort);
+    const command = senderLaunch(kind, senderCommand(kind, file, ports, localPort));
     const [cmd, ...args] = command;
     const child = spawn(cmd ?? 'false', args, { stdio: 'ignore', detached: true });
     child.on('error', () => undefined);
