@@ -11,7 +11,7 @@ const LAYERS = [
   ['config', 'store', 'version.ts'],
   ['compiler', 'capacity', 'aes67'],
   ['supervisor'],
-  ['stations', 'metrics', 'dashboard', 'health.ts'],
+  ['stations', 'metrics', 'dashboard', 'health.ts', 'nmos'],
   ['http', 'grpc'],
   ['app.ts'],
   ['main.ts'],

@@ -4,7 +4,7 @@
  */
 import { mkdir } from 'node:fs/promises';
 import { isIP } from 'node:net';
-import { tmpdir } from 'node:os';
+import { hostname, tmpdir } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
@@ -23,6 +23,7 @@ import { EngineHealth } from './health.js';
 import { buildDashboardServer } from './http/dashboard-server.js';
 import { buildRestServer } from './http/server.js';
 import { withSdp } from './http/routes/pipelines.js';
+import { NmosNode } from './nmos/node.js';
 import { registerPtpMetrics } from './metrics/ptp-metrics.js';
 import { createMetrics } from './metrics/registry.js';
 import { probeUdpPort } from './net/udp-port.js';
@@ -42,13 +43,15 @@ export interface EngineOptions {
   log: Logger;
   env?: NodeJS.ProcessEnv;
   /** Overrides of the configured ports (tests use 0 to get a free one). */
-  ports?: { rest?: number; grpc?: number; dashboard?: number };
+  ports?: { rest?: number; grpc?: number; dashboard?: number; nmos?: number };
 }
 
 export interface StartedEngine {
   restPort: number;
   grpcPort: number;
   dashboardPort: number;
+  /** The NMOS Node API's port; undefined while [nmos] is off. */
+  nmosPort: number | undefined;
 }
 
 export interface Engine {
@@ -57,6 +60,7 @@ export interface Engine {
   readonly rest: FastifyInstance;
   readonly dashboard: FastifyInstance;
   readonly grpc: GrpcEdge;
+  readonly nmos: NmosNode | undefined;
   start(): Promise<StartedEngine>;
   close(): Promise<void>;
 }
@@ -91,16 +95,9 @@ export function isLoopback(host: string): boolean {
 /** The child states in which a pipeline's stream is announced (not stopping, stopped or failed). */
 const ANNOUNCED_STATES: ReadonlySet<string> = new Set(['starting', 'running', 'exited', 'backoff']);
 
-/** PTP status and the AES67 sessions (SDP, SAP) of every pipeline and station output. */
-function createAes67(config: LoadedConfig, log: Logger, pipelines: PipelineRegistry, stations: Stations): { ptp: PtpMonitor; aes67: Aes67Sessions } {
-  const ptp = new PtpMonitor({
-    socket: config.aes67.ptp_socket,
-    localSocket: pmcLocalSocket(config.stateDir, tmpdir(), process.pid),
-    domain: config.aes67.ptp_domain,
-    pollMs: config.aes67.ptp_poll_ms,
-    log,
-  });
-  const streams = function* (): Iterable<StreamSource> {
+/** Every pipeline's and station's RTP output, live while its child is wanted (SAP announces these, NMOS registers them). */
+function outputStreams(pipelines: PipelineRegistry, stations: Stations): () => Iterable<StreamSource> {
+  return function* () {
     for (const { record, supervisor } of pipelines.entries()) {
       yield { id: record.id, name: record.spec.name, output: record.spec.output, live: ANNOUNCED_STATES.has(supervisor.snapshot().state) };
     }
@@ -108,6 +105,17 @@ function createAes67(config: LoadedConfig, log: Logger, pipelines: PipelineRegis
       yield { id: `station:${station.id}`, name: station.name, output: station.output, live: station.enabled && ANNOUNCED_STATES.has(station.state) };
     }
   };
+}
+
+/** PTP status and the AES67 sessions (SDP, SAP) of every pipeline and station output. */
+function createAes67(config: LoadedConfig, log: Logger, streams: () => Iterable<StreamSource>): { ptp: PtpMonitor; aes67: Aes67Sessions } {
+  const ptp = new PtpMonitor({
+    socket: config.aes67.ptp_socket,
+    localSocket: pmcLocalSocket(config.stateDir, tmpdir(), process.pid),
+    domain: config.aes67.ptp_domain,
+    pollMs: config.aes67.ptp_poll_ms,
+    log,
+  });
   const aes67 = new Aes67Sessions({
     config: config.aes67,
     streams,
@@ -186,7 +194,22 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
   const health = new EngineHealth(VERSION, startedAt, () => checkGstreamer(gst), Date.now, () => pipelines.damaged(), () => capacity.overload(),
     () => realtimeRefused(outputRealtime(), readOwnProcess));
   const metrics = createMetrics({ entries: () => [...pipelines.entries(), ...stations.entries()] }, VERSION, capacity, () => pipelines.damaged().length);
-  const { ptp, aes67 } = createAes67(config, log, pipelines, stations);
+  const streams = outputStreams(pipelines, stations);
+  const { ptp, aes67 } = createAes67(config, log, streams);
+  // NMOS: every pipeline, and the stations while they run.
+  const nmos = config.nmos.enabled
+    ? new NmosNode({
+      config: config.nmos,
+      seed: `${hostname()}:${config.stateDir}`,
+      streams: () => [...streams()].filter((s) => !s.id.startsWith('station:') || s.live),
+      ptp: () => ptp.status,
+      traceable: config.aes67.ptp_traceable,
+      findInterface: senderInterfaceFinder(1000),
+      defaultInterface: config.aes67.interface,
+      sdp: (stream) => aes67.sdp(stream),
+      log,
+    })
+    : undefined;
   registerPtpMetrics(metrics, ptp);
   const rest = await buildRestServer({ log, keys, health, pipelines, metrics, aes67, ptp });
   const dashboard = await buildDashboardServer({ log, keys, health, stations, pipelines, page: config.dashboard, describe: withSdp(aes67) });
@@ -207,6 +230,7 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
     rest,
     dashboard,
     grpc,
+    nmos,
     async start(): Promise<StartedEngine> {
       if (!keys && !isLoopback(config.server.bind)) {
         log.warn({ event: 'insecure-bind', bind: config.server.bind }, `listening on ${config.server.bind} with authentication off: anyone who reaches this host can control the engine`);
@@ -232,6 +256,7 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
       await dashboard.listen({ host: config.server.bind, port: options.ports?.dashboard ?? config.server.dashboard_port });
       const dashAddress = dashboard.server.address();
       const dashboardPort = typeof dashAddress === 'object' && dashAddress !== null ? dashAddress.port : config.server.dashboard_port;
+      const nmosPort = await nmos?.start(config.server.bind, options.ports?.nmos ?? config.nmos.http_port);
       log.info(
         // startup_ms: from createEngine; process_ms: from the process's own start (Node boot and module loading included).
         { event: 'ready', rest_port: restPort, grpc_port: grpcPort, dashboard_port: dashboardPort, startup_ms: Date.now() - startedAt, process_ms: Math.round(performance.now()), version: VERSION },
@@ -247,11 +272,11 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
       if (stations.size > 0) log.info({ event: 'stations-started', started, configured: stations.size }, `${started} of ${stations.size} station(s) started`);
       log.info({ event: 'restored', restored: loaded.loaded, damaged: loaded.damaged, started: held }, `${loaded.loaded} stored pipeline(s) started (${held} child(ren) in all)`);
       await notifySystemd(env, log, `ready: ${loaded.loaded} pipeline(s), ${started} station(s); REST :${restPort}, gRPC :${grpcPort}, dashboard :${dashboardPort}`);
-      return { restPort, grpcPort, dashboardPort };
+      return { restPort, grpcPort, dashboardPort, nmosPort };
     },
     async close(): Promise<void> {
       await grpc.close(); // streams end first, then calls in flight (bounded), before any child stops
-      await Promise.all([rest.close(), dashboard.close()]);
+      await Promise.all([rest.close(), dashboard.close(), nmos?.close()]); // the node is DELETEd from its registry
       await aes67.close(); // SAP deletions go out while the streams still play
       await Promise.all([pipelines.shutdown(), stations.shutdown(), ptp.close()]);
       capacity.stop();

@@ -134,6 +134,21 @@ export const DashboardConfig = Type.Object(
   { ...strict, default: {} },
 );
 
+/** The NMOS node: IS-04 v1.3 Node API and registration (docs/nmos.md). */
+export const NmosConfig = Type.Object(
+  {
+    /** Off by default: announcing on a plant's network is the operator's choice. */
+    enabled: Type.Boolean({ default: false }),
+    /** Node API /x-nmos/node/v1.3/ (and the senders' transport files under /x-nmos/connection/v1.1/). */
+    http_port: Type.Integer({ minimum: 1, maximum: 65535, default: 3212 }),
+    /** Registration API base URLs, highest priority first; empty: found by DNS-SD (unicast, then mDNS). */
+    registries: Type.Array(Type.String({ pattern: '^http://[A-Za-z0-9.\\[\\]:-]{1,261}/?$' }), { maxItems: 8, default: [] }),
+    /** The node's and device's label; "" = the host name. */
+    label: Type.String({ maxLength: 64, pattern: '^[^\\p{C}]*$', default: '' }),
+  },
+  { ...strict, default: {} },
+);
+
 export const Config = Type.Object(
   {
     mode: Type.Unsafe<'self-hosted' | 'managed'>({ type: 'string', enum: ['self-hosted', 'managed'], default: 'self-hosted' }),
@@ -144,6 +159,7 @@ export const Config = Type.Object(
     clock: ClockConfig,
     stations: Type.Array(StationConfig, { default: [], maxItems: 256 }),
     dashboard: DashboardConfig,
+    nmos: NmosConfig,
   },
   strict,
 );
@@ -151,3 +167,4 @@ export const Config = Type.Object(
 export type Config = Static<typeof Config>;
 export type StationConfig = Static<typeof StationConfig>;
 export type Aes67Config = Static<typeof Aes67Config>;
+export type NmosConfig = Static<typeof NmosConfig>;

@@ -1,0 +1,97 @@
+/**
+ * Finding Registration APIs (IS-04 v1.3 "Discovery"): unicast DNS-SD in the host's search
+ * domains first, then mDNS (`_nmos-register._tcp.local`, bonjour-service). Only registries that
+ * speak http and v1.3 are kept; the lowest `pri` TXT value (the highest priority) comes first.
+ */
+import { readFile } from 'node:fs/promises';
+import { isIPv6 } from 'node:net';
+import type { SrvRecord } from 'node:dns';
+import { Bonjour, type Service } from 'bonjour-service';
+
+export const REGISTER_SERVICE = '_nmos-register._tcp';
+
+export interface FoundRegistry {
+  url: string;
+  pri: number;
+}
+
+/** The node:dns calls unicast DNS-SD needs (tests give a fake). */
+export interface DnsResolver {
+  resolvePtr(name: string): Promise<string[]>;
+  resolveSrv(name: string): Promise<SrvRecord[]>;
+  resolveTxt(name: string): Promise<string[][]>;
+}
+
+/** TXT strings `key=value` as a map. */
+export function txtMap(strings: readonly string[]): Map<string, string> {
+  const map = new Map<string, string>();
+  for (const entry of strings) {
+    const at = entry.indexOf('=');
+    if (at > 0) map.set(entry.slice(0, at).toLowerCase(), entry.slice(at + 1));
+  }
+  return map;
+}
+
+/** A registry's entry if its TXT says http and v1.3 (absent keys: the defaults http, v1.0-v1.3 unknown = accepted). */
+export function registryOf(host: string, port: number, txt: ReadonlyMap<string, string>): FoundRegistry | undefined {
+  const proto = txt.get('api_proto') ?? 'http';
+  const versions = (txt.get('api_ver') ?? 'v1.3').split(',');
+  if (proto !== 'http' || !versions.includes('v1.3')) return undefined;
+  const pri = Number.parseInt(txt.get('pri') ?? '100', 10);
+  const name = host.replace(/\.$/, '');
+  return { url: `http://${isIPv6(name) ? `[${name}]` : name}:${port}`, pri: Number.isFinite(pri) ? pri : 100 };
+}
+
+export function byPriority(found: FoundRegistry[]): string[] {
+  return [...found].sort((a, b) => a.pri - b.pri).map((f) => f.url).filter((url, i, all) => all.indexOf(url) === i);
+}
+
+/** The `search` (or `domain`) domains of resolv.conf. */
+export async function searchDomains(file = '/etc/resolv.conf'): Promise<string[]> {
+  const text = await readFile(file, 'utf8').catch(() => '');
+  const domains: string[] = [];
+  for (const line of text.split('\n')) {
+    const [key, ...rest] = line.trim().split(/\s+/);
+    if (key === 'search' || key === 'domain') domains.push(...rest);
+  }
+  return domains.filter((d) => /^[A-Za-z0-9.-]{1,253}$/.test(d) && d !== 'local' && d !== '.');
+}
+
+/** Unicast DNS-SD: PTR `_nmos-register._tcp.<domain>`, then each instance's SRV and TXT. */
+export async function unicastRegistries(resolver: DnsResolver, domains: readonly string[]): Promise<string[]> {
+  const found: FoundRegistry[] = [];
+  for (const domain of domains) {
+    const instances = await resolver.resolvePtr(`${REGISTER_SERVICE}.${domain}`).catch(() => []);
+    for (const instance of instances) {
+      const [srvs, txts] = await Promise.all([resolver.resolveSrv(instance).catch(() => []), resolver.resolveTxt(instance).catch(() => [])]);
+      const txt = txtMap(txts.map((chunks) => chunks.join('')));
+      for (const srv of srvs) {
+        const registry = registryOf(srv.name, srv.port, txt);
+        if (registry !== undefined) found.push(registry);
+      }
+    }
+  }
+  return byPriority(found);
+}
+
+function serviceTxt(service: Service): Map<string, string> {
+  const raw = (service.txt ?? {}) as Record<string, unknown>;
+  return txtMap(Object.entries(raw).map(([k, v]) => `${k}=${Buffer.isBuffer(v) ? v.toString('utf8') : String(v)}`));
+}
+
+/** mDNS: browse `_nmos-register._tcp.local` for `browseMs` and take what answered. */
+export async function mdnsRegistries(bonjour: Pick<Bonjour, 'find'>, browseMs: number): Promise<string[]> {
+  const browser = bonjour.find({ type: 'nmos-register', protocol: 'tcp' });
+  await new Promise((resolve) => setTimeout(resolve, browseMs));
+  const services = browser.services;
+  browser.stop();
+  const found: FoundRegistry[] = [];
+  for (const service of services) {
+    const address = (service.addresses ?? []).find((a) => !isIPv6(a)) ?? service.addresses?.[0] ?? service.referer?.address ?? service.host;
+    const registry = registryOf(address, service.port, serviceTxt(service));
+    if (registry !== undefined) found.push(registry);
+  }
+  return byPriority(found);
+}
+
+export { Bonjour };
