@@ -12,6 +12,7 @@
  *   i=<n> channels: <names>
  *   a=recvonly
  *   a=rtpmap:<pt> <L24|L16>/48000/<n>
+ *   a=fmtp:<pt> channel-order=SMPTE2110.(M|ST|U0<n>)   (ST 2110-30 section 6.2.2)
  *   a=ptime:<ms>
  *   a=framecount:<samples per packet>
  *   a=ts-refclk:ptp=IEEE1588-2008:<grandmaster>:<domain> | ptp=IEEE1588-2008:traceable | localmac=<mac>
@@ -87,6 +88,16 @@ function channelNames(channels: number): string {
   return Array.from({ length: channels }, (_, i) => String(i + 1)).join(', ');
 }
 
+/**
+ * ST 2110-30's channel grouping (section 6.2.2): one channel is mono (M), two a standard stereo
+ * pair (ST); any other count an undefined group of that many channels (U03 .. U08).
+ */
+export function channelOrder(channels: number): string {
+  if (channels === 1) return 'SMPTE2110.(M)';
+  if (channels === 2) return 'SMPTE2110.(ST)';
+  return `SMPTE2110.(U${String(channels).padStart(2, '0')})`;
+}
+
 function refclkValue(refclk: RefClock): string {
   switch (refclk.kind) {
     case 'ptp':
@@ -111,6 +122,7 @@ export function sdpBody(stream: Omit<SdpStream, 'sessionId' | 'version' | 'origi
     `i=${stream.channels} channels: ${channelNames(stream.channels)}`,
     'a=recvonly',
     `a=rtpmap:${stream.payloadType} ${stream.encoding}/${SAMPLE_RATE}/${stream.channels}`,
+    `a=fmtp:${stream.payloadType} channel-order=${channelOrder(stream.channels)}`,
     `a=ptime:${stream.ptime}`,
     `a=framecount:${framecount(stream.ptime)}`,
     `a=ts-refclk:${refclkValue(stream.refclk)}`,
