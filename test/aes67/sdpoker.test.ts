@@ -142,3 +142,36 @@ void t.test('the sdpoker command passes a covering subset; without channel order
   t.equal(failed.code, 1, 'no channel order: sdpoker fails');
   t.match(failed.stderr, /channel order for an audio stream is required/);
 });
+
+void t.test('an ST 2022-7 output: RFC 7104 DUP grouping, one section per leg; passes with --duplicate', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'sdpoker-dup-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const twoNetworks = new Aes67Sessions({
+    config: checkConfig({ aes67: { interface: 'veth0' } }, 'c.toml').aes67,
+    streams: () => [],
+    ptp: () => LOCKED,
+    findInterface: (name) => (name === 'veth1' ? { name, address: '10.1.0.2', mac: '92:8a:8b:50:c0:94' } : { name: 'veth0', address: '10.0.0.2', mac: '92:8a:8b:50:c0:93' }),
+    openSender: () => Promise.reject(new Error('no SAP here')),
+    log: pino({ level: 'silent' }),
+    now: () => 1_700_000_000_000,
+    random: () => 0.5,
+    tickMs: 500,
+  });
+  const multicast = parsePipelineSpec({ ...EXAMPLE, output: { ...EXAMPLE.output, interface: 'veth0', redundant: { host: '239.69.2.1', interface: 'veth1' } } });
+  const sdp = twoNetworks.sdp({ id: 'pl_abcdefghijkl', name: 'Morning Show', output: multicast.output });
+  t.match(sdp, /\r\nt=0 0\r\na=group:DUP primary secondary\r\nm=audio 5004 RTP\/AVP 96\r\ni=2 channels: L, R\r\nc=IN IP4 239\.69\.1\.1\/16\r\n/);
+  t.match(sdp, /a=source-filter: incl IN IP4 239\.69\.1\.1 10\.0\.0\.2\r\na=mid:primary\r\nm=audio 5004 RTP\/AVP 96\r\ni=2 channels: L, R\r\nc=IN IP4 239\.69\.2\.1\/16\r\n/);
+  t.match(sdp, /a=source-filter: incl IN IP4 239\.69\.2\.1 10\.1\.0\.2\r\na=mid:secondary\r\n$/);
+  t.equal(sdp.match(/a=fmtp:96 channel-order=SMPTE2110\.\(ST\)/g)?.length, 2, 'each leg its channel order');
+  const unicast = parsePipelineSpec({ ...EXAMPLE, output: { ...EXAMPLE.output, host: '10.0.0.9', redundant: { host: '10.1.0.9', port: 5006 } } });
+  const unicastSdp = twoNetworks.sdp({ id: 'pl_abcdefghijkm', name: 'Morning Show', output: unicast.output });
+  t.notMatch(unicastSdp, /source-filter/, 'unicast: no source filter');
+  t.match(unicastSdp, /m=audio 5006 RTP\/AVP 96\r\ni=2 channels: L, R\r\nc=IN IP4 10\.1\.0\.9\r\n/);
+  for (const [name, text, mc] of [['dup-multicast', sdp, true], ['dup-unicast', unicastSdp, false]] as const) {
+    t.same(check(text, params(mc, { duplicate: true })), [], `${name}: library`);
+    const result = await poke(dir, name, text, flags(mc, ['--duplicate']));
+    t.same(result, { code: 0, stderr: '' }, `sdpoker ${flags(mc, ['--duplicate']).join(' ')} ${name}`);
+  }
+  const single = await poke(dir, 'single', twoNetworks.sdp({ id: 'pl_x', name: 'x', output: parsePipelineSpec(EXAMPLE).output }), flags(true, ['--duplicate']));
+  t.equal(single.code, 1, 'one leg with --duplicate: sdpoker fails, it checks');
+});
