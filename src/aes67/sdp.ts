@@ -12,10 +12,16 @@
  *   i=<n> channels: <names>
  *   a=recvonly
  *   a=rtpmap:<pt> <L24|L16>/48000/<n>
+ *   a=fmtp:<pt> channel-order=SMPTE2110.(M|ST|U0<n>)   (ST 2110-30 section 6.2.2)
  *   a=ptime:<ms>
  *   a=framecount:<samples per packet>
  *   a=ts-refclk:ptp=IEEE1588-2008:<grandmaster>:<domain> | ptp=IEEE1588-2008:traceable | localmac=<mac>
  *   a=mediaclk:direct=0
+ *
+ * An ST 2022-7 output (a redundant leg) has no session-level c=; after t= comes
+ * `a=group:DUP primary secondary` (RFC 7104), then one such media section per leg with its own
+ * c= after i=, for multicast `a=source-filter: incl IN IP4 <group> <leg's sender>`, and
+ * `a=mid:primary` / `a=mid:secondary`.
  *
  * `direct=0`: the RTP timestamps are the reference clock's time in samples (RFC 7273 5.2), as the
  * clock bridge and rtpbatch make them for every graph (SRT inputs and stations' Icecast inputs).
@@ -48,6 +54,16 @@ export interface SdpStream {
   channels: number;
   ptime: Ptime;
   refclk: RefClock;
+  /** ST 2022-7's second leg: its destination, TTL (multicast only), port and sending address. */
+  redundant?: SdpLeg | undefined;
+}
+
+export interface SdpLeg {
+  destination: string;
+  ttl: number | undefined;
+  port: number;
+  /** Address of the leg's sending interface (the multicast source filter's source). */
+  origin: string;
 }
 
 export type LineEnding = '\r\n' | '\n';
@@ -87,6 +103,16 @@ function channelNames(channels: number): string {
   return Array.from({ length: channels }, (_, i) => String(i + 1)).join(', ');
 }
 
+/**
+ * ST 2110-30's channel grouping (section 6.2.2): one channel is mono (M), two a standard stereo
+ * pair (ST); any other count an undefined group of that many channels (U03 .. U08).
+ */
+export function channelOrder(channels: number): string {
+  if (channels === 1) return 'SMPTE2110.(M)';
+  if (channels === 2) return 'SMPTE2110.(ST)';
+  return `SMPTE2110.(U${String(channels).padStart(2, '0')})`;
+}
+
 function refclkValue(refclk: RefClock): string {
   switch (refclk.kind) {
     case 'ptp':
@@ -98,23 +124,62 @@ function refclkValue(refclk: RefClock): string {
   }
 }
 
-/** Every line but v= and o=: what decides whether the description changed. */
-export function sdpBody(stream: Omit<SdpStream, 'sessionId' | 'version' | 'origin'>): string[] {
+function connectionLine(destination: string, ttl: number | undefined): string {
   // IPv4 multicast carries its TTL; unicast and IPv6 (RFC 8866 section 5.7) do not.
-  const v6 = isIPv6(stream.destination);
-  const connection = stream.ttl === undefined || v6 ? stream.destination : `${stream.destination}/${stream.ttl}`;
+  const v6 = isIPv6(destination);
+  return `c=IN ${v6 ? 'IP6' : 'IP4'} ${ttl === undefined || v6 ? destination : `${destination}/${ttl}`}`;
+}
+
+/** The m= and i= lines of one leg, then its attributes (RFC 8866 order: c= between them). */
+function media(stream: SdpMedia, port: number): { m: string[]; attributes: string[] } {
+  return {
+    m: [`m=audio ${port} RTP/AVP ${stream.payloadType}`, `i=${stream.channels} channels: ${channelNames(stream.channels)}`],
+    attributes: [
+      'a=recvonly',
+      `a=rtpmap:${stream.payloadType} ${stream.encoding}/${SAMPLE_RATE}/${stream.channels}`,
+      `a=fmtp:${stream.payloadType} channel-order=${channelOrder(stream.channels)}`,
+      `a=ptime:${stream.ptime}`,
+      `a=framecount:${framecount(stream.ptime)}`,
+      `a=ts-refclk:${refclkValue(stream.refclk)}`,
+      'a=mediaclk:direct=0',
+    ],
+  };
+}
+
+/** RFC 4570 source filter of a multicast leg (it has a TTL): only this sender's packets. */
+function sourceFilter(destination: string, ttl: number | undefined, origin: string): string[] {
+  if (ttl === undefined) return [];
+  return [`a=source-filter: incl IN ${isIPv6(destination) ? 'IP6' : 'IP4'} ${destination} ${origin}`];
+}
+
+type SdpMedia = Omit<SdpStream, 'sessionId' | 'version'>;
+
+/**
+ * Every line but v= and o=: what decides whether the description changed. One leg: the AES67
+ * shape above. Two legs (ST 2022-7): RFC 7104 duplication grouping, `a=group:DUP primary
+ * secondary` at session level, then per leg its m= section with its own c=, a source filter for
+ * multicast (source: the leg's sending address) and `a=mid`.
+ */
+export function sdpBody(stream: SdpMedia): string[] {
+  const name = `s=${sanitiseName(stream.name)}`;
+  const primary = media(stream, stream.port);
+  const leg = stream.redundant;
+  if (leg === undefined) return [name, connectionLine(stream.destination, stream.ttl), 't=0 0', ...primary.m, ...primary.attributes];
+  const secondary = media(stream, leg.port);
   return [
-    `s=${sanitiseName(stream.name)}`,
-    `c=IN ${v6 ? 'IP6' : 'IP4'} ${connection}`,
+    name,
     't=0 0',
-    `m=audio ${stream.port} RTP/AVP ${stream.payloadType}`,
-    `i=${stream.channels} channels: ${channelNames(stream.channels)}`,
-    'a=recvonly',
-    `a=rtpmap:${stream.payloadType} ${stream.encoding}/${SAMPLE_RATE}/${stream.channels}`,
-    `a=ptime:${stream.ptime}`,
-    `a=framecount:${framecount(stream.ptime)}`,
-    `a=ts-refclk:${refclkValue(stream.refclk)}`,
-    'a=mediaclk:direct=0',
+    'a=group:DUP primary secondary',
+    ...primary.m,
+    connectionLine(stream.destination, stream.ttl),
+    ...primary.attributes,
+    ...sourceFilter(stream.destination, stream.ttl, stream.origin),
+    'a=mid:primary',
+    ...secondary.m,
+    connectionLine(leg.destination, leg.ttl),
+    ...secondary.attributes,
+    ...sourceFilter(leg.destination, leg.ttl, leg.origin),
+    'a=mid:secondary',
   ];
 }
 

@@ -19,7 +19,7 @@ import type { SenderInterface } from './host-interface.js';
 import type { PtpStatus } from './pmc.js';
 import { announcement, deletion, jitteredInterval, messageIdHash } from './sap.js';
 import type { SapSender } from './sap-socket.js';
-import { sdpBody, SdpVersion, sessionIdOf, writeSdp, type RefClock } from './sdp.js';
+import { sdpBody, SdpVersion, sessionIdOf, writeSdp, type RefClock, type SdpLeg } from './sdp.js';
 
 /** One RTP output of a pipeline or station. */
 export interface StreamSource {
@@ -106,15 +106,30 @@ export class Aes67Sessions {
       channels: output.channels,
       ptime: output.ptime,
       refclk: this.refclk(iface),
+      origin: iface?.address ?? '127.0.0.1',
+      redundant: this.secondLeg(output),
     };
-    const origin = iface?.address ?? '127.0.0.1';
+    const { origin } = described;
     let version = this.versions.get(stream.id);
     if (version === undefined) {
       version = new SdpVersion();
       this.versions.set(stream.id, version);
     }
     const v = version.of([origin, ...sdpBody(described)].join('\n'), this.deps.now());
-    return writeSdp({ ...described, sessionId: sessionIdOf(stream.id), version: v, origin });
+    return writeSdp({ ...described, sessionId: sessionIdOf(stream.id), version: v });
+  }
+
+  /** An ST 2022-7 output's second leg as its SDP media section describes it. */
+  private secondLeg(output: RtpOutput): SdpLeg | undefined {
+    const leg = output.redundant;
+    if (leg === undefined) return undefined;
+    const iface = this.deps.findInterface(leg.interface ?? this.deps.config.interface);
+    return {
+      destination: leg.host,
+      ttl: isMulticast(leg.host) ? output.ttl : undefined,
+      port: leg.port ?? output.port,
+      origin: iface?.address ?? '127.0.0.1',
+    };
   }
 
   list(): SessionView[] {

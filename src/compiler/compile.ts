@@ -6,7 +6,9 @@
  *   srtsrc (listener, keeps listening) ! typefind ! tsdemux ! <audio caps> ! decodebin ! audioconvert
  *     ! audioresample ! F32 48 kHz, the output's channels
  *     ! clockbridge ! level ! <processing steps in order> ! audioconvert ! rtpL24pay | rtpL16pay (ptime)
- *     ! rtpbatch (media-clock RTP timestamps) ! udpsink (qos-dscp)
+ *     ! rtpbatch (media-clock RTP timestamps) ! udpsink name=out (qos-dscp)
+ *   with a redundant leg (ST 2022-7): ... ! rtpbatch ! tee name=legs ! udpsink name=out ...
+ *     legs. ! udpsink name=out2 (the leg's host, port, interface; the output's TTL and DSCP)
  *   pipelinestats (unlinked: reads the counters of src, pay and out every interval)
  *   srtaccess (unlinked, SRT input only: the passphrase from fd 3 onto src; refused callers)
  *   enginecontrol (unlinked: the control channel on fd 4, live changes of the steps' parameters)
@@ -215,6 +217,44 @@ function compileControl(): string[] {
   return element('enginecontrol', { name: 'control', fd: CONTROL_FD });
 }
 
+/**
+ * The udpsink of one leg. `primary`: the output's own destination, named `out` (what the stats
+ * read). A redundant leg's sink `out2` never prerolls (async=false): the tee feeds it from the
+ * same streaming thread right after `out` has waited for the packet's time, so it sends at once
+ * and never blocks `out`'s preroll.
+ */
+function udpsink(output: PipelineSpec['output'], leg: { name: string; host: string; port: number; interface: string | undefined }, asyncPreroll: boolean): string[] {
+  return element('udpsink', {
+    name: leg.name,
+    host: leg.host,
+    port: leg.port,
+    'ttl-mc': output.ttl,
+    'multicast-iface': leg.interface,
+    'auto-multicast': true,
+    'qos-dscp': output.dscp,
+    sync: true,
+    // The graph's processing margin is the bridge's own (its LATENCY answer: one chunk + 3 ms);
+    // udpsink's default deadline would add 20 ms to every packet's delay.
+    'processing-deadline': 0,
+    // A live SRT graph must not wait for preroll. A stdin graph: with async=false, before the
+    // bridge, its EOS (the source left) was lost in about 1 run of 3 and the child never exited
+    // (GStreamer 1.22, measured); async=true ended it every time, and still does with the bridge.
+    async: asyncPreroll,
+  });
+}
+
+/**
+ * The output's sinks: one udpsink, or for an ST 2022-7 output a tee with a sink per leg, so
+ * every packet (the same buffer: SSRC, sequence number, timestamp and payload) goes out on both.
+ */
+function compileSinks(output: PipelineSpec['output'], stdin: boolean): string[] {
+  const primary = udpsink(output, { name: 'out', host: output.host, port: output.port, interface: output.interface }, stdin);
+  const leg = output.redundant;
+  if (leg === undefined) return primary;
+  const second = udpsink(output, { name: 'out2', host: leg.host, port: leg.port ?? output.port, interface: leg.interface }, false);
+  return [...element('tee', { name: 'legs' }), '!', ...primary, 'legs.', '!', ...second];
+}
+
 export function compilePipeline(spec: CompilableSpec, options: CompileOptions): string[] {
   const link = '!';
   const interval = options.statsIntervalMs * MS;
@@ -244,23 +284,7 @@ export function compilePipeline(spec: CompilableSpec, options: CompileOptions): 
     element('audioconvert', { name: 'outconvert' }),
     payloader(spec.output),
     batcher(options.packetsPerSend, spec.output.ptime),
-    element('udpsink', {
-      name: 'out',
-      host: spec.output.host,
-      port: spec.output.port,
-      'ttl-mc': spec.output.ttl,
-      'multicast-iface': spec.output.interface,
-      'auto-multicast': true,
-      'qos-dscp': spec.output.dscp,
-      sync: true,
-      // The graph's processing margin is the bridge's own (its LATENCY answer: one chunk + 3 ms);
-      // udpsink's default deadline would add 20 ms to every packet's delay.
-      'processing-deadline': 0,
-      // A live SRT graph must not wait for preroll. A stdin graph: with async=false, before the
-      // bridge, its EOS (the source left) was lost in about 1 run of 3 and the child never exited
-      // (GStreamer 1.22, measured); async=true ended it every time, and still does with the bridge.
-      async: spec.input.type === 'stdin',
-    }),
+    compileSinks(spec.output, spec.input.type === 'stdin'),
   ];
   const chain = stages.flatMap((tokens, i) => (i === 0 ? tokens : [link, ...tokens]));
   // The jitter buffer's state comes from the bridge's own message, not from pipelinestats.

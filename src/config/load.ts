@@ -6,7 +6,7 @@ import { access, constants, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { parse as parseToml, TomlError } from 'smol-toml';
 import { ConfigError, ValidationError } from '../errors.js';
-import { checkRtpOutput } from '../spec/rtp-output.js';
+import { checkRedundantLeg, checkRtpOutput } from '../spec/rtp-output.js';
 import { compileValidator, DOTTED } from '../spec/validate.js';
 import { isValidKeySpec } from '../auth/keys.js';
 import { CLOCK_SOURCE, Config } from './schema.js';
@@ -74,6 +74,7 @@ export function checkConfig(document: unknown, file: string): LoadedConfig {
     }
     try {
       checkRtpOutput(station.output, (name) => `stations.${i}.output.${name}`);
+      checkRedundantLeg(station.output, `stations.${i}.output.redundant.host`);
     } catch (error) {
       if (error instanceof ValidationError) throw new ConfigError(`${file}: ${error.message}`);
       throw error;

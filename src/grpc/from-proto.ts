@@ -6,7 +6,7 @@
  * fills its default or reports it as required; repeated `bands` are left out when empty, so an
  * eq step without bands is "required" and a loudness step with bands names the stray field.
  */
-import type { CreatePipelineRequest, EqBand, InputConfig, OutputConfig, ProcessingStep, UpdatePipelineRequest } from '../gen/svc/v1/engine.js';
+import type { CreatePipelineRequest, EqBand, InputConfig, OutputConfig, ProcessingStep, RedundantLeg, UpdatePipelineRequest } from '../gen/svc/v1/engine.js';
 
 type Json = Record<string, unknown>;
 
@@ -38,6 +38,10 @@ function step(message: ProcessingStep): Json {
   });
 }
 
+function redundantLeg(message: RedundantLeg): Json {
+  return present({ host: message.host, port: message.port, interface: message.interface });
+}
+
 function output(message: OutputConfig): Json {
   return present({
     type: message.type,
@@ -50,6 +54,7 @@ function output(message: OutputConfig): Json {
     ptime: message.ptime,
     payload_type: message.payload_type,
     dscp: message.dscp,
+    redundant: message.redundant === undefined ? undefined : redundantLeg(message.redundant),
   });
 }
 

@@ -68,6 +68,7 @@ export function pipelineToProto(view: PipelineView, sdp: string, warnings: strin
       ptime: view.output.ptime,
       payload_type: view.output.payload_type,
       dscp: view.output.dscp,
+      redundant: view.output.redundant,
     },
     state: view.state,
     pid: opt(view.pid),

@@ -27,6 +27,24 @@ export function checkRtpOutput(output: RtpOutput, field: (name: string) => strin
   }
 }
 
+/**
+ * Fills the redundant leg's port (the output's when absent) and refuses a leg that is the primary
+ * itself: the same host and port, and for multicast the same interface (a unicast destination's
+ * route, not udpsink's multicast-iface, picks its interface). `hostField` names the leg's host.
+ */
+export function checkRedundantLeg(output: RtpOutput, hostField: string): void {
+  const leg = output.redundant;
+  if (leg === undefined) return;
+  leg.port ??= output.port;
+  const sameInterface = !isMulticast(leg.host) || (leg.interface ?? '') === (output.interface ?? '');
+  if (leg.host === output.host && leg.port === output.port && sameInterface) {
+    throw new ValidationError(
+      `${hostField} ${leg.host} port ${leg.port} is the primary leg itself; a redundant leg needs another destination or, for multicast, another interface`,
+      ['output', 'redundant', 'host'],
+    );
+  }
+}
+
 /** Advice for a valid output; empty when there is none. */
 export function outputWarnings(output: RtpOutput, field: (name: string) => string): string[] {
   const warnings: string[] = [];

@@ -74,6 +74,21 @@ export const ProcessingStep = Type.Unsafe<Static<typeof LoudnessNormalizeStep> |
   oneOf: [LoudnessNormalizeStep, EqStep],
 });
 
+/**
+ * The second leg of an ST 2022-7 output: the same packets to another destination, from another
+ * interface. `port` defaults to the output's port (filled after the schema: spec/rtp-output.ts).
+ */
+export const RedundantLeg = Type.Object(
+  {
+    host: Type.String({ format: 'engine-host', description: 'IPv4/IPv6 literal (unicast or multicast) or DNS name' }),
+    port: Type.Optional(Type.Integer({ minimum: 1, maximum: 65535, description: 'default: the output\'s port' })),
+    interface: Type.Optional(
+      Type.String({ pattern: '^[A-Za-z0-9_.-]{1,15}$', description: 'network interface for multicast' }),
+    ),
+  },
+  strict,
+);
+
 export const RtpOutput = Type.Object(
   {
     type: Type.Literal('rtp'),
@@ -90,6 +105,8 @@ export const RtpOutput = Type.Object(
     ptime: Type.Unsafe<0.125 | 0.25 | 0.333 | 1 | 4>({ type: 'number', enum: [0.125, 0.25, 0.333, 1, 4], default: 1, description: 'packet time, ms' }),
     payload_type: Type.Integer({ minimum: 96, maximum: 127, default: 96, description: 'RTP payload type (dynamic)' }),
     dscp: Type.Integer({ minimum: 0, maximum: 63, default: 34, description: 'DSCP of the RTP packets (34 = AF41)' }),
+    // ST 2022-7: every packet also goes out, identical, on this leg (docs/aes67.md).
+    redundant: Type.Optional(RedundantLeg),
   },
   strict,
 );
@@ -113,6 +130,7 @@ export const PipelineSpec = Type.Object(
 export type PipelineSpec = Static<typeof PipelineSpec>;
 export type SrtInput = Static<typeof SrtInput>;
 export type RtpOutput = Static<typeof RtpOutput>;
+export type RedundantLeg = Static<typeof RedundantLeg>;
 export type ProcessingStep = Static<typeof ProcessingStep>;
 export type LoudnessNormalizeStep = Static<typeof LoudnessNormalizeStep>;
 export type EqStep = Static<typeof EqStep>;

@@ -7,7 +7,7 @@ import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import type { TSchema, Static } from '@sinclair/typebox';
 import { ValidationError } from '../errors.js';
 import { isValidHost } from './host.js';
-import { checkRtpOutput, outputWarnings } from './rtp-output.js';
+import { checkRedundantLeg, checkRtpOutput, outputWarnings } from './rtp-output.js';
 import { DEFAULT_PBKEYLEN, PipelineSpec, PLUGINS } from './schema.js';
 
 export function createAjv(): Ajv {
@@ -150,6 +150,7 @@ export function parsePipelineSpec(input: unknown, style: PathStyle = REST_BODY):
   // A default that depends on another field, which JSON Schema defaults cannot say.
   if (spec.input.passphrase !== undefined) spec.input.pbkeylen ??= DEFAULT_PBKEYLEN;
   checkRtpOutput(spec.output, (name) => joinPath(style, ['output', name]));
+  checkRedundantLeg(spec.output, joinPath(style, ['output', 'redundant', 'host']));
   return spec;
 }
 

@@ -91,17 +91,18 @@ void t.test('AES67 fields over REST and gRPC', async (t) => {
     t.equal(sdp.headers.get('content-type'), 'application/sdp');
     t.equal(sdp.text, created.body.sdp);
     const lines = sdp.text.split('\r\n');
-    t.same(lines.map((l) => l.slice(0, l.indexOf('=') + 1)), ['v=', 'o=', 's=', 'c=', 't=', 'm=', 'i=', 'a=', 'a=', 'a=', 'a=', 'a=', 'a=', ''].slice(0, lines.length));
+    t.same(lines.map((l) => l.slice(0, l.indexOf('=') + 1)), ['v=', 'o=', 's=', 'c=', 't=', 'm=', 'i=', 'a=', 'a=', 'a=', 'a=', 'a=', 'a=', 'a=', ''].slice(0, lines.length));
     t.match(lines[1], /^o=- \d+ \d+ IN IP4 127\.0\.0\.1$/);
     t.equal(lines[2], 's=Morning Show', 'spaces folded, trimmed');
     t.equal(lines[3], 'c=IN IP4 127.0.0.1', 'unicast: no TTL');
     t.equal(lines[5], 'm=audio 9 RTP/AVP 110');
     t.equal(lines[6], 'i=1 channels: M');
     t.equal(lines[8], 'a=rtpmap:110 L16/48000/1');
-    t.equal(lines[9], 'a=ptime:0.25');
-    t.equal(lines[10], 'a=framecount:12');
-    t.equal(lines[11], 'a=ts-refclk:localmac=00-00-00-00-00-00', 'no ptp4l: the sending interface (lo) MAC');
-    t.equal(lines[12], 'a=mediaclk:direct=0');
+    t.equal(lines[9], 'a=fmtp:110 channel-order=SMPTE2110.(M)');
+    t.equal(lines[10], 'a=ptime:0.25');
+    t.equal(lines[11], 'a=framecount:12');
+    t.equal(lines[12], 'a=ts-refclk:localmac=00-00-00-00-00-00', 'no ptp4l: the sending interface (lo) MAC');
+    t.equal(lines[13], 'a=mediaclk:direct=0');
     const fromGrpc = await new Promise<PipelineSdp>((resolve, reject) =>
       client.raw.getPipelineSdp({ id: created.body.id }, client.metadata(), (error, response) => (error === null && response !== undefined ? resolve(response) : reject(error ?? new Error('no response')))),
     );

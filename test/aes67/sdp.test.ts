@@ -30,6 +30,7 @@ void t.test('the lines in the AES67 order, CRLF throughout', async (t) => {
       'i=2 channels: L, R',
       'a=recvonly',
       'a=rtpmap:96 L24/48000/2',
+      'a=fmtp:96 channel-order=SMPTE2110.(ST)',
       'a=ptime:1',
       'a=framecount:48',
       'a=ts-refclk:ptp=IEEE1588-2008:1E-C2-9E-FF-FE-22-5E-6A:0',

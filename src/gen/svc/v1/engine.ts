@@ -194,7 +194,23 @@ export interface OutputConfig {
     | number
     | undefined;
   /** DSCP of the RTP packets: 0-63. Default 34 (AF41). */
-  dscp?: number | undefined;
+  dscp?:
+    | number
+    | undefined;
+  /** ST 2022-7: every packet also goes out, identical, on this second leg. Absent: one leg. */
+  redundant?: RedundantLeg | undefined;
+}
+
+/** The second leg of an ST 2022-7 output (same TTL, DSCP and format as the primary). */
+export interface RedundantLeg {
+  /** Destination: IPv4/IPv6 literal (unicast or multicast) or DNS name. Required. */
+  host: string;
+  /** Destination UDP port: 1-65535. Default: the output's port. */
+  port?:
+    | number
+    | undefined;
+  /** Network interface for multicast (as OutputConfig.interface). Default: the system's choice. */
+  interface?: string | undefined;
 }
 
 export interface CreatePipelineRequest {
@@ -1015,6 +1031,7 @@ function createBaseOutputConfig(): OutputConfig {
     ptime: undefined,
     payload_type: undefined,
     dscp: undefined,
+    redundant: undefined,
   };
 }
 
@@ -1049,6 +1066,9 @@ export const OutputConfig: MessageFns<OutputConfig> = {
     }
     if (message.dscp !== undefined) {
       writer.uint32(80).int32(message.dscp);
+    }
+    if (message.redundant !== undefined) {
+      RedundantLeg.encode(message.redundant, writer.uint32(90).fork()).join();
     }
     return writer;
   },
@@ -1146,6 +1166,14 @@ export const OutputConfig: MessageFns<OutputConfig> = {
             message.dscp = reader.int32();
             continue;
           }
+          case 11: {
+            if (tag !== 90) {
+              break;
+            }
+
+            message.redundant = RedundantLeg.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1173,6 +1201,88 @@ export const OutputConfig: MessageFns<OutputConfig> = {
     message.ptime = object.ptime ?? undefined;
     message.payload_type = object.payload_type ?? undefined;
     message.dscp = object.dscp ?? undefined;
+    message.redundant = (object.redundant !== undefined && object.redundant !== null)
+      ? RedundantLeg.fromPartial(object.redundant)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseRedundantLeg(): RedundantLeg {
+  return { host: "", port: undefined, interface: undefined };
+}
+
+export const RedundantLeg: MessageFns<RedundantLeg> = {
+  encode(message: RedundantLeg, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.host !== "") {
+      writer.uint32(10).string(message.host);
+    }
+    if (message.port !== undefined) {
+      writer.uint32(16).int32(message.port);
+    }
+    if (message.interface !== undefined) {
+      writer.uint32(26).string(message.interface);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RedundantLeg {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRedundantLeg();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.host = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.port = reader.int32();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.interface = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<RedundantLeg>, I>>(base?: I): RedundantLeg {
+    return RedundantLeg.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<RedundantLeg>, I>>(object: I): RedundantLeg {
+    const message = createBaseRedundantLeg();
+    message.host = object.host ?? "";
+    message.port = object.port ?? undefined;
+    message.interface = object.interface ?? undefined;
     return message;
   },
 };
