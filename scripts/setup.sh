@@ -21,7 +21,10 @@ RUNTIME_PACKAGES=(
 # into a network namespace and its DSCP receiver (IP_RECVTOS); chromium: the dashboard page's
 # browser tests (driven by playwright-core, nothing downloaded). On an AES67 host the engine reads
 # ptp4l through pmc, also from linuxptp (docs/aes67.md); without it PTP shows "unavailable".
-TEST_PACKAGES=(ffmpeg iproute2 time prometheus systemd systemd-container darkice ezstream ices2 liquidsoap vorbis-tools linuxptp srt-tools curl python3 chromium)
+# python3-zeroconf: the NMOS DNS-SD test's mDNS peer (advertises _nmos-register._tcp, browses
+# _nmos-node._tcp; a second mDNS implementation beside the engine's bonjour-service);
+# dnsmasq-base: the DNS server of its unicast DNS-SD case (PTR/SRV/TXT in a search domain).
+TEST_PACKAGES=(ffmpeg iproute2 time prometheus systemd systemd-container darkice ezstream ices2 liquidsoap vorbis-tools linuxptp srt-tools curl python3 chromium python3-zeroconf dnsmasq-base)
 
 packages=("${RUNTIME_PACKAGES[@]}")
 [ "$want_test" = 1 ] && packages+=("${TEST_PACKAGES[@]}")

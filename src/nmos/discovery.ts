@@ -1,7 +1,8 @@
 /**
  * Finding Registration APIs (IS-04 v1.3 "Discovery"): unicast DNS-SD in the host's search
  * domains first, then mDNS (`_nmos-register._tcp.local`, bonjour-service). Only registries that
- * speak http and v1.3 are kept; the lowest `pri` TXT value (the highest priority) comes first.
+ * speak http and v1.3 are kept; the lowest `pri` TXT value (the highest priority) comes first,
+ * equal priorities in random order.
  */
 import { readFile } from 'node:fs/promises';
 import { isIPv6 } from 'node:net';
@@ -42,8 +43,19 @@ export function registryOf(host: string, port: number, txt: ReadonlyMap<string, 
   return { url: `http://${isIPv6(name) ? `[${name}]` : name}:${port}`, pri: Number.isFinite(pri) ? pri : 100 };
 }
 
-export function byPriority(found: FoundRegistry[]): string[] {
-  return [...found].sort((a, b) => a.pri - b.pri).map((f) => f.url).filter((url, i, all) => all.indexOf(url) === i);
+/**
+ * URLs by priority, the lowest `pri` first; registries of the same priority in random order (IS-04:
+ * "a random selection if multiple Registration APIs with the same priority", RFC 2782), so that
+ * nodes spread over them. Duplicates (one registry found twice) once.
+ */
+export function byPriority(found: readonly FoundRegistry[], random: () => number = Math.random): string[] {
+  const shuffled = [...found];
+  for (let i = shuffled.length - 1; i > 0; i--) {
+    const j = Math.floor(random() * (i + 1));
+    [shuffled[i], shuffled[j]] = [shuffled[j]!, shuffled[i]!];
+  }
+  // Array.prototype.sort is stable: the shuffled order stays within each priority.
+  return shuffled.sort((a, b) => a.pri - b.pri).map((f) => f.url).filter((url, i, all) => all.indexOf(url) === i);
 }
 
 /** The `search` (or `domain`) domains of resolv.conf. */
@@ -64,7 +76,8 @@ export async function unicastRegistries(resolver: DnsResolver, domains: readonly
     const instances = await resolver.resolvePtr(`${REGISTER_SERVICE}.${domain}`).catch(() => []);
     for (const instance of instances) {
       const [srvs, txts] = await Promise.all([resolver.resolveSrv(instance).catch(() => []), resolver.resolveTxt(instance).catch(() => [])]);
-      const txt = txtMap(txts.map((chunks) => chunks.join('')));
+      // Each string of a TXT record is one key=value pair (RFC 6763 6.3), not a piece of one text.
+      const txt = txtMap(txts.flat());
       for (const srv of srvs) {
         const registry = registryOf(srv.name, srv.port, txt);
         if (registry !== undefined) found.push(registry);

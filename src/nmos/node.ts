@@ -87,7 +87,7 @@ export class NmosNode {
     const unicast = await unicastRegistries(this.deps.resolver ?? dns, await searchDomains());
     if (unicast.length > 0) return unicast;
     this.bonjour ??= new Bonjour({}, (error: Error) => this.deps.log.warn({ event: 'mdns-failed', err: error }, `mDNS: ${error.message}`));
-    this.advertisement ??= new NodeAdvertisement(this.bonjour, `audio-engine ${this.model.nodeId.slice(0, 8)}`, () => this.port);
+    this.advertisement ??= new NodeAdvertisement(this.bonjour, `audio-engine ${this.model.nodeId.slice(0, 8)}`, () => this.port, () => this.model.snapshot());
     return mdnsRegistries(this.bonjour, this.deps.browseMs ?? 2000);
   }
 

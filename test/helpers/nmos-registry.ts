@@ -1,5 +1,6 @@
 /**
- * A test NMOS registry: the IS-04 v1.3 Registration API on 127.0.0.1, enough of it for a node.
+ * A test NMOS registry: the IS-04 v1.3 Registration API on 127.0.0.1 (or `host`, inside a test's
+ * network namespace: test/helpers/nmos-registry-cli.ts), enough of it for a node.
  * Every POSTed body is validated against registrationapi-resource-post-request.json (the official
  * schema, which checks `data` against the resource's own schema); invalid ones are answered 400
  * and recorded. Heartbeats are recorded with the time they arrived; forget() drops every resource
@@ -38,7 +39,7 @@ function readBody(request: IncomingMessage): Promise<string> {
   });
 }
 
-export async function startTestRegistry(): Promise<TestRegistry> {
+export async function startTestRegistry(host = '127.0.0.1'): Promise<TestRegistry> {
   const schemas = nmosSchemas('is-04');
   const resources = new Map<string, Map<string, Record<string, unknown>>>();
   const heartbeats: number[] = [];
@@ -99,10 +100,10 @@ export async function startTestRegistry(): Promise<TestRegistry> {
       () => answer(response, 500, { code: 500, error: 'test registry failed', debug: null }),
     );
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  await new Promise<void>((resolve) => server.listen(0, host, resolve));
   const { port } = server.address() as AddressInfo;
   return {
-    url: `http://127.0.0.1:${port}`,
+    url: `http://${host}:${port}`,
     resources,
     heartbeats,
     invalid,
