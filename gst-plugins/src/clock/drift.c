@@ -2,6 +2,7 @@
 #include "drift.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 void
@@ -25,100 +26,178 @@ bin_at (const ClockDrift * d, unsigned k)
   return &d->bins[(first + k) % CLOCK_DRIFT_BINS];
 }
 
-/* least squares through bins [from, to) whose residual against (a, b, tm)
- * is at most `reject` (all when reject < 0); 0 when fewer than 3 */
-static int
-fit (const ClockDrift * d, unsigned from, unsigned to, double reject,
-    double *a, double *b, double *tm, double *se)
+/* A line with one slope and an intercept per segment (the bins between two
+ * offset steps): o = a[g] + b (t - tm[g]) for a bin of segment seg0 + g. */
+typedef struct
 {
-  double sw = 0, st = 0, so = 0, stt = 0, sto = 0;
-  double a0 = *a, b0 = *b, tm0 = *tm;
+  double b;
+  unsigned seg0, nseg;
+  double a[CLOCK_DRIFT_BINS], tm[CLOCK_DRIFT_BINS];
+} Line;
 
-  for (unsigned k = from; k < to; k++) {
-    const ClockDriftPoint *p = bin_at (d, k);
-    if (reject >= 0 && p->o - (a0 + b0 * (p->t - tm0)) > reject)
-      continue;
-    sw += 1;
-    st += p->t;
-    so += p->o;
-  }
-  if (sw < 3)
+static double
+residual (const Line * l, const ClockDriftPoint * p)
+{
+  unsigned g = p->seg - l->seg0;
+
+  if (g >= l->nseg)             /* newer than the line: its last segment */
+    g = l->nseg - 1;
+  return p->o - (l->a[g] + l->b * (p->t - l->tm[g]));
+}
+
+/* least squares with a common slope and an intercept per segment through
+ * bins [from, to) whose residual against `ref` is at most `reject` (all
+ * when ref is NULL); 0 when fewer than 3 points or no slope to see */
+static int
+fit (const ClockDrift * d, unsigned from, unsigned to, const Line * ref,
+    double reject, Line * out, double *se)
+{
+  double sw[CLOCK_DRIFT_BINS], st[CLOCK_DRIFT_BINS], so[CLOCK_DRIFT_BINS];
+  double n = 0, stt = 0, sto = 0;
+  unsigned seg0, nseg;
+  int used = 0;
+
+  if (to <= from)
     return 0;
-  *tm = st / sw;
-  *a = so / sw;
+  seg0 = bin_at (d, from)->seg;
+  nseg = bin_at (d, to - 1)->seg - seg0 + 1;
+  for (unsigned g = 0; g < nseg; g++)
+    sw[g] = st[g] = so[g] = 0.0;
   for (unsigned k = from; k < to; k++) {
     const ClockDriftPoint *p = bin_at (d, k);
-    double x, y;
-    if (reject >= 0 && p->o - (a0 + b0 * (p->t - tm0)) > reject)
+    unsigned g = p->seg - seg0;
+    if (ref != NULL && residual (ref, p) > reject)
       continue;
-    x = p->t - *tm;
-    y = p->o - *a;
+    sw[g] += 1;
+    st[g] += p->t;
+    so[g] += p->o;
+    n += 1;
+  }
+  if (n < 3)
+    return 0;
+  out->seg0 = seg0;
+  out->nseg = nseg;
+  for (unsigned g = 0; g < nseg; g++) {
+    if (sw[g] > 0) {
+      out->tm[g] = st[g] / sw[g];
+      out->a[g] = so[g] / sw[g];
+      used++;
+    } else {
+      out->tm[g] = out->a[g] = 0.0;
+    }
+  }
+  for (unsigned k = from; k < to; k++) {
+    const ClockDriftPoint *p = bin_at (d, k);
+    unsigned g = p->seg - seg0;
+    double x;
+    if (ref != NULL && residual (ref, p) > reject)
+      continue;
+    x = p->t - out->tm[g];
     stt += x * x;
-    sto += x * y;
+    sto += x * (p->o - out->a[g]);
   }
   if (stt <= 0)
     return 0;
-  *b = sto / stt;
+  out->b = sto / stt;
+  /* a segment without a point takes the line of the one before it */
+  for (unsigned g = 0; g < nseg; g++)
+    if (sw[g] == 0 && g > 0) {
+      out->tm[g] = out->tm[g - 1];
+      out->a[g] = out->a[g - 1];
+    }
   if (se != NULL) {
     /* the slope's standard error, from the scatter about the line */
     double rr = 0;
     for (unsigned k = from; k < to; k++) {
       const ClockDriftPoint *p = bin_at (d, k);
       double r;
-      if (reject >= 0 && p->o - (a0 + b0 * (p->t - tm0)) > reject)
+      if (ref != NULL && residual (ref, p) > reject)
         continue;
-      r = p->o - (*a + *b * (p->t - *tm));
+      r = residual (out, p);
       rr += r * r;
     }
-    *se = sw > 2 ? sqrt (rr / (sw - 2) / stt) : INFINITY;
+    *se = n > used + 1 ? sqrt (rr / (n - used - 1) / stt) : INFINITY;
   }
   return 1;
 }
 
 /* a fit through bins [from, to) without the late ones, twice refitted */
 static int
-robust_fit (const ClockDrift * d, unsigned from, unsigned to, double *a,
-    double *b, double *tm, double *se)
+robust_fit (const ClockDrift * d, unsigned from, unsigned to, Line * l,
+    double *se)
 {
-  if (!fit (d, from, to, -1, a, b, tm, se))
+  if (!fit (d, from, to, NULL, 0.0, l, se))
     return 0;
   for (int pass = 0; pass < 2; pass++) {
-    double a1 = *a, b1 = *b, tm1 = *tm, se1 = INFINITY;
-    if (!fit (d, from, to, CLOCK_DRIFT_REJECT_S, &a1, &b1, &tm1, &se1))
+    Line l1;
+    double se1 = INFINITY;
+    if (!fit (d, from, to, l, CLOCK_DRIFT_REJECT_S, &l1, &se1))
       return 1;                 /* too few left: keep the plain fit */
-    *a = a1;
-    *b = b1;
-    *tm = tm1;
+    *l = l1;
     if (se != NULL)
       *se = se1;
   }
   return 1;
 }
 
+static int
+cmp_double (const void *x, const void *y)
+{
+  double a = *(const double *) x, b = *(const double *) y;
+
+  return (a > b) - (a < b);
+}
+
+/* the minima's scatter about the line over bins [from, to): the
+ * median of |residual| x 1.4826 (a standard deviation where it is normal;
+ * late bins and a step not yet seen do not move it) */
+static double
+scatter (const ClockDrift * d, unsigned from, unsigned to, const Line * l)
+{
+  double r[CLOCK_DRIFT_BINS];
+  unsigned n = 0;
+
+  for (unsigned k = from; k < to; k++) {
+    const ClockDriftPoint *p = bin_at (d, k);
+    r[n++] = fabs (residual (l, p));
+  }
+  if (n == 0)
+    return 0.0;
+  qsort (r, n, sizeof (r[0]), cmp_double);
+  return 1.4826 * (n % 2 ? r[n / 2] : 0.5 * (r[n / 2 - 1] + r[n / 2]));
+}
+
 /* Checks the last CLOCK_DRIFT_STEP_BINS minima against the line of the bins
- * before them.  All off it on one side by more than CLOCK_DRIFT_STEP_S:
- * when they lie flat (their own trend moves them less than
- * CLOCK_DRIFT_STEP_FLAT_S), the offset stepped (a sender that fell behind
- * for good, a demuxer that now holds a frame less) and the older bins are
- * moved by the step, so the slope keeps what they know; otherwise the rate
- * stepped, and the line starts again from the last bins. */
+ * before them, judged against the scatter s of those bins about their line:
+ * a step is when all of them lie off it on one side by more than
+ * max (CLOCK_DRIFT_STEP_S, CLOCK_DRIFT_STEP_SIGMAS s) (scatter alone: a
+ * busy host, a sender whose packets and PES boundaries beat, puts a few
+ * minima in a row ms above the line, never all of them that far).  Then an
+ * offset step with the old slope is what it is unless the minima's own trend
+ * moves them by more than max (CLOCK_DRIFT_STEP_FLAT_S,
+ * CLOCK_DRIFT_RATE_SIGMAS x its standard error from s) over their span: an
+ * offset step (a sender that fell behind for good, a demuxer that now holds
+ * a frame less) moves the older bins by the step, so the slope keeps what
+ * they know; a rate step starts the line again from the last bins. */
 static void
 check_step (ClockDrift * d)
 {
   unsigned old = d->n - CLOCK_DRIFT_STEP_BINS;
-  double a = 0, b = 0, tm = 0, sr = 0, st = 0, stt = 0, str = 0, trend;
+  double sr = 0, st = 0, stt = 0, str = 0, trend, rr = 0;
+  double s, thr, span, se_trend;
   int above = 0, below = 0;
+  Line l;
 
-  if (d->n < CLOCK_DRIFT_STEP_BINS + 5
-      || !robust_fit (d, 0, old, &a, &b, &tm, NULL))
+  if (d->n < CLOCK_DRIFT_STEP_BINS + 5 || !robust_fit (d, 0, old, &l, NULL))
     return;
+  s = scatter (d, 0, old, &l);
+  thr = fmax (CLOCK_DRIFT_STEP_S, CLOCK_DRIFT_STEP_SIGMAS * s);
   for (unsigned k = old; k < d->n; k++) {
-    const ClockDriftPoint *p = bin_at (d, k);
-    double r = p->o - (a + b * (p->t - tm));
-    above += r > CLOCK_DRIFT_STEP_S;
-    below += r < -CLOCK_DRIFT_STEP_S;
+    double r = residual (&l, bin_at (d, k));
+    above += r > thr;
+    below += r < -thr;
     sr += r;
-    st += p->t;
+    st += bin_at (d, k)->t;
   }
   if (above < CLOCK_DRIFT_STEP_BINS && below < CLOCK_DRIFT_STEP_BINS)
     return;
@@ -126,19 +205,33 @@ check_step (ClockDrift * d)
   st /= CLOCK_DRIFT_STEP_BINS;
   for (unsigned k = old; k < d->n; k++) {
     const ClockDriftPoint *p = bin_at (d, k);
-    double r = p->o - (a + b * (p->t - tm));
     stt += (p->t - st) * (p->t - st);
-    str += (p->t - st) * (r - sr);
+    str += (p->t - st) * (residual (&l, p) - sr);
   }
-  trend = stt > 0 ? fabs (str / stt) * (bin_at (d, d->n - 1)->t -
-      bin_at (d, old)->t) : 0.0;
-  if (trend < CLOCK_DRIFT_STEP_FLAT_S) {
-    for (unsigned k = 0; k < old; k++) {
-      unsigned first = (d->next + CLOCK_DRIFT_BINS - d->n) % CLOCK_DRIFT_BINS;
-      d->bins[(first + k) % CLOCK_DRIFT_BINS].o += sr;
-    }
+  /* the new minima's own scatter about their trend: after a step the
+   * pattern may scatter more than before it */
+  for (unsigned k = old; k < d->n; k++) {
+    const ClockDriftPoint *p = bin_at (d, k);
+    double r = residual (&l, p) - sr -
+        (stt > 0 ? str / stt : 0.0) * (p->t - st);
+    rr += r * r;
+  }
+  s = fmax (s, sqrt (rr / (CLOCK_DRIFT_STEP_BINS - 2)));
+  span = bin_at (d, d->n - 1)->t - bin_at (d, old)->t;
+  trend = stt > 0 ? fabs (str / stt) * span : 0.0;
+  se_trend = stt > 0 ? s / sqrt (stt) * span : 0.0;
+  d->steps++;
+  if (trend < fmax (CLOCK_DRIFT_STEP_FLAT_S,
+          CLOCK_DRIFT_RATE_SIGMAS * se_trend)) {
+    /* an offset step: the new bins start a segment of their own, with
+     * the same slope and an intercept of its own */
+    unsigned first = (d->next + CLOCK_DRIFT_BINS - d->n) % CLOCK_DRIFT_BINS;
+    d->seg++;
+    for (unsigned k = old; k < d->n; k++)
+      d->bins[(first + k) % CLOCK_DRIFT_BINS].seg = d->seg;
     return;
   }
+  d->restarts++;
   {
     ClockDriftPoint keep[CLOCK_DRIFT_STEP_BINS];
     for (unsigned k = 0; k < CLOCK_DRIFT_STEP_BINS; k++)
@@ -152,6 +245,7 @@ check_step (ClockDrift * d)
 static void
 close_bin (ClockDrift * d)
 {
+  d->cur.seg = d->seg;
   d->bins[d->next] = d->cur;
   d->next = (d->next + 1) % CLOCK_DRIFT_BINS;
   if (d->n < CLOCK_DRIFT_BINS)
@@ -163,7 +257,13 @@ close_bin (ClockDrift * d)
   {
     unsigned upto = d->n > CLOCK_DRIFT_STEP_BINS + 3 ?
         d->n - CLOCK_DRIFT_STEP_BINS : d->n;
-    d->fitted = robust_fit (d, 0, upto, &d->a, &d->b, &d->tm, &d->se);
+    Line l;
+    d->fitted = robust_fit (d, 0, upto, &l, &d->se);
+    if (d->fitted) {
+      d->b = l.b;
+      d->a = l.a[l.nseg - 1];
+      d->tm = l.tm[l.nseg - 1];
+    }
     d->span = upto > 1 ? bin_at (d, upto - 1)->t - bin_at (d, 0)->t : 0.0;
   }
 }

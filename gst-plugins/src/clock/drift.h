@@ -13,22 +13,33 @@
  *
  * The envelope is sampled once per CLOCK_DRIFT_BIN_S of arrival time: the
  * earliest offset of the bin.  The line is a least-squares fit through the
- * last CLOCK_DRIFT_BINS of those minima, refitted without the minima that
- * lie more than CLOCK_DRIFT_REJECT_S above it (whole bins that were late:
- * a stall of the input thread longer than a bin), twice.  It is ready
+ * last CLOCK_DRIFT_BINS of those minima with one slope and an intercept per
+ * segment (the bins between two offset steps), refitted without the minima
+ * that lie more than CLOCK_DRIFT_REJECT_S above it (whole bins that were
+ * late: a stall of the input thread longer than a bin), twice.  It is ready
  * when it spans CLOCK_DRIFT_MIN_S.  Its error is the minima's scatter over
- * the span: none on a quiet host; where they scatter by a millisecond (16
- * pipelines and their senders on 2 cores) 20-40 ppm at 30 s, within 20 ppm
- * from about a minute on (test-clock-replay).  `se` is the slope's standard
- * error from that scatter.
+ * the span: none on a quiet host; 0.5 ms (16 pipelines, each with its own
+ * ffmpeg on 2 cores) gives at most 24 ppm at 30 s and 20 at 60 s; the 3-4
+ * ms of a shared sender's 16 callers (groups of 4 writes whose PES ends
+ * anywhere in the 1316-byte packets) at most 89 ppm at 60 s, 46 at 120 s
+ * (test-clock-replay).  `se` is the slope's standard error from that
+ * scatter.
  *
- * A step moves the offsets off the line one way: when the last
- * CLOCK_DRIFT_STEP_BINS minima all lie more than CLOCK_DRIFT_STEP_S on one
- * side of the line of the bins before them, either they lie flat (the
- * offset stepped: a sender that fell behind for good, a demuxer that now
- * holds a frame less), and the older bins move by the step, so that their
- * slope still counts; or they move away (the rate stepped), and the line
- * starts again from them. */
+ * A step moves the offsets off the line one way.  The newest
+ * CLOCK_DRIFT_STEP_BINS minima wait outside the line; when all of them lie
+ * on one side of the line of the bins before them by more than
+ * max (CLOCK_DRIFT_STEP_S, CLOCK_DRIFT_STEP_SIGMAS s), s the scatter of
+ * those bins about their line (the median |residual| x 1.4826), it is a
+ * step: a few minima in a row ms above the line are scatter where the
+ * minima scatter by ms (a fixed 2 ms read them as steps every few seconds
+ * and the line went -313..+1324 ppm).  It is an offset step (a sender that
+ * fell behind for good, a demuxer that now holds a frame less) unless the
+ * new minima's own trend moves them by more than max
+ * (CLOCK_DRIFT_STEP_FLAT_S, CLOCK_DRIFT_RATE_SIGMAS standard errors of that
+ * trend from the larger of s and their own scatter): the new minima then
+ * start a segment of their own, so that no guess of the step's size tilts
+ * the line and the older bins keep their slope.  Otherwise the rate
+ * stepped, and the line starts again from the new minima. */
 #ifndef CLOCK_DRIFT_H
 #define CLOCK_DRIFT_H
 
@@ -39,10 +50,13 @@
 #define CLOCK_DRIFT_STEP_BINS 5
 #define CLOCK_DRIFT_STEP_S 0.002
 #define CLOCK_DRIFT_STEP_FLAT_S 0.0015
+#define CLOCK_DRIFT_STEP_SIGMAS 3.0
+#define CLOCK_DRIFT_RATE_SIGMAS 4.0
 
 typedef struct
 {
   double t, o;                  /* the bin's earliest point */
+  unsigned seg;                 /* its segment: offset steps since the start */
 } ClockDriftPoint;
 
 typedef struct
@@ -58,10 +72,14 @@ typedef struct
    * relative to it, so they stay small however long the stream runs) */
   double y, t0;
   int have_t0;
-  /* the fitted line o = a + b (t - tm), over the bins */
+  /* the fitted line o = a + b (t - tm) of the newest segment, over the
+   * bins (every segment has the slope b and an intercept of its own) */
   double a, b, tm, span;
   double se;                    /* the slope's standard error */
   int fitted;
+  /* steps seen, and of them rate steps (the line started again) */
+  unsigned steps, restarts;
+  unsigned seg;                 /* the segment new bins belong to */
 } ClockDrift;
 
 void clock_drift_init (ClockDrift * d);

@@ -17,7 +17,16 @@
  *     15 ms late: stalls of the input thread longer than a bin, shorter
  *     than CLOCK_DRIFT_STEP_BINS bins): rejected, the slope stays within
  *     TOL_PPM;
- *   - clock_drift_restart forgets the old sender. */
+ *   - clock_drift_restart forgets the old sender;
+ *   - a shared sender's pattern (scale bench, 16 pipelines): writes in
+ *     groups of 4 (a PES), each group late by 0..41 ms (where the PES ends
+ *     in the 1316-byte packets), so that the 1 s minima scatter by 0..13 ms:
+ *     no step is seen in that scatter (the line never starts again; the
+ *     step test of a fixed 2 ms read it as steps and rate steps) and the
+ *     slope is within SCATTER_TOL_PPM from 60 s on; the same with an offset
+ *     step of -150 ms at 80 s (the scale bench's pipelines each took one of
+ *     140-230 ms at about 25 s): an offset step, the line goes on with a
+ *     segment of its own, within SCATTER_TOL_PPM. */
 #include "drift.h"
 
 #include <math.h>
@@ -28,6 +37,7 @@
 #define WRITE 1024
 #define FROM_S 30.0
 #define TOL_PPM 3.0
+#define SCATTER_TOL_PPM 25.0
 
 static int failures;
 
@@ -275,6 +285,65 @@ restart (void)
       clock_drift_rate (&d) * 1e6);
 }
 
+/* a shared sender's pattern: groups of 4 writes, each group 0..41 ms late;
+ * an offset step of `step_s` at 80 s; returns the largest |rate - ppm|
+ * from 60 s on */
+static double
+shared_pattern (double ppm, double step_s, ClockDrift * d)
+{
+  double t_send = 0.0, worst = 0.0, late = 0.0, prev = -1.0;
+  unsigned k = 0;
+
+  clock_drift_init (d);
+  while (t_send < 150.0) {
+    double arrive;
+    if (k++ % 4 == 0)
+      late = 0.041 * rng_uniform ();
+    arrive = t_send + late + (t_send >= 80.0 ? step_s : 0.0);
+    if (arrive < prev)
+      arrive = prev;
+    prev = arrive;
+    clock_drift_note (d, arrive, WRITE, RATE);
+    if (t_send >= 60.0) {
+      double err = clock_drift_ready (d) ?
+          fabs (clock_drift_rate (d) * 1e6 - ppm) : INFINITY;
+      if (err > worst)
+        worst = err;
+    }
+    t_send += (double) WRITE / (RATE * (1.0 + ppm * 1e-6));
+  }
+  return worst;
+}
+
+static void
+shared_sender (void)
+{
+  const double ppms[] = { 0, 500 };
+
+  for (size_t i = 0; i < 2; i++) {
+    ClockDrift d;
+    double worst;
+
+    rng_seed (60 + i);
+    worst = shared_pattern (ppms[i], 0.0, &d);
+    printf ("shared sender's scatter at %+.0f ppm: |error| from 60 s at most "
+        "%.3f ppm, steps %u, rate steps %u\n", ppms[i], worst, d.steps,
+        d.restarts);
+    CHECK (worst <= SCATTER_TOL_PPM, "shared sender %+.0f ppm: off by %.3f "
+        "ppm", ppms[i], worst);
+    CHECK (d.restarts == 0, "shared sender %+.0f ppm: the line started "
+        "again %u times", ppms[i], d.restarts);
+    rng_seed (70 + i);
+    worst = shared_pattern (ppms[i], -0.150, &d);
+    printf ("... and a -150 ms offset step at 80 s: |error| from 60 s at most "
+        "%.3f ppm, steps %u, rate steps %u\n", worst, d.steps, d.restarts);
+    CHECK (worst <= SCATTER_TOL_PPM, "shared sender %+.0f ppm, -150 ms step: "
+        "off by %.3f ppm", ppms[i], worst);
+    CHECK (d.steps >= 1 && d.restarts == 0, "shared sender %+.0f ppm, -150 ms "
+        "step: %u steps, %u rate steps", ppms[i], d.steps, d.restarts);
+  }
+}
+
 int
 main (void)
 {
@@ -285,6 +354,7 @@ main (void)
   rate_step ();
   late_bins ();
   restart ();
+  shared_sender ();
   printf ("%s\n", failures ? "FAILED" : "ok");
   return failures ? 1 : 0;
 }
