@@ -58,6 +58,8 @@
 #include <sched.h>
 #include <sys/resource.h>
 #include <string.h>
+#include <errno.h>
+#include <time.h>
 
 GST_DEBUG_CATEGORY_STATIC (clock_bridge_debug);
 #define GST_CAT_DEFAULT clock_bridge_debug
@@ -78,6 +80,9 @@ GST_DEBUG_CATEGORY_STATIC (clock_bridge_debug);
 #define RT_CPU_LIMIT_US 200000
 /* input-active: a buffer arrived within this time */
 #define INPUT_ACTIVE_WINDOW (200 * GST_MSECOND)
+/* the longest wait the output task sleeps directly on the kernel clock
+ * (wait_until_due): a stop or pause waits for it */
+#define DIRECT_SLEEP_MAX (50 * GST_MSECOND)
 
 #define DEFAULT_CLOCK_SOURCE "tai"
 #define DEFAULT_JITTER (20 * GST_MSECOND)
@@ -177,6 +182,9 @@ struct _GstClockBridge
   gboolean sink_flushing;
   gboolean eos_in;              /* EOS arrived on the sink pad */
   GstClockID clock_id;          /* the task's wait */
+  /* the kernel clock of the clock we provide (CLOCK_TAI, CLOCK_REALTIME),
+   * -1 for a /dev/ptpN clock; set with self->clock */
+  clockid_t sleep_clock;
   GstClockTime last_input;      /* pipeline clock time of the last input */
   GstFlowReturn src_flow;       /* last push result, returned upstream */
   /* the pipeline's latency (the sinks' LATENCY event): a chunk is read
@@ -354,6 +362,7 @@ gst_clock_bridge_init (GstClockBridge * self)
   g_mutex_init (&self->lock);
   g_cond_init (&self->cond);
   self->last_input = GST_CLOCK_TIME_NONE;
+  self->sleep_clock = (clockid_t) - 1;
 
   self->sinkpad = gst_pad_new_from_static_template (&sink_template, "sink");
   gst_pad_set_chain_function (self->sinkpad,
@@ -1085,14 +1094,47 @@ next_chunk (GstClockBridge * self)
 
 /* Waits on the pipeline clock until the chunk is due.  Under self->lock,
  * which it gives up while it waits; returns the clock's time after the wait,
- * or NONE when the task is stopping or pausing (the next iteration decides). */
+ * or NONE when the task is stopping or pausing (the next iteration decides).
+ *
+ * On the clock this element provides for tai and realtime (a GstSystemClock
+ * on CLOCK_TAI or CLOCK_REALTIME, not calibrated) a wait of at most
+ * DIRECT_SLEEP_MAX is one clock_nanosleep on that kernel clock, as the floor
+ * sender sleeps: no clock entry made, locked, waited on and freed every
+ * chunk (each a few allocations, locks and a futex wait that the system
+ * clock then checks again).  Such a sleep cannot be unscheduled: a stop or a
+ * pause waits for it, at most DIRECT_SLEEP_MAX.  Any other clock (a
+ * /dev/ptpN clock, another element's, a test clock) and a longer wait use a
+ * clock entry, as before. */
 static GstClockTime
-wait_until_due (GstClockBridge * self, GstClock * clock, GstClockTime due)
+wait_until_due (GstClockBridge * self, GstClock * clock, GstClockTime base,
+    GstClockTime due)
 {
-  GstClockID id = gst_clock_new_single_shot_id (clock,
-      gst_element_get_base_time (GST_ELEMENT (self)) + due);
+  GstClockID id;
   GstClockReturn wait;
+  GstClockTime target = base + due;
 
+  if (self->sleep_clock >= 0 && clock == self->clock) {
+    GstClockTime internal, external, num, denom, now;
+
+    gst_clock_get_calibration (clock, &internal, &external, &num, &denom);
+    now = gst_clock_get_time (clock);
+    if (internal == external && num == denom
+        && (target <= now || target - now <= DIRECT_SLEEP_MAX)) {
+      struct timespec ts = {.tv_sec = (time_t) (target / GST_SECOND),
+        .tv_nsec = (long) (target % GST_SECOND)
+      };
+
+      g_mutex_unlock (&self->lock);
+      if (target > now)
+        while (clock_nanosleep (self->sleep_clock, TIMER_ABSTIME, &ts,
+                NULL) == EINTR);
+      g_mutex_lock (&self->lock);
+      if (self->task_stop || !self->playing)
+        return GST_CLOCK_TIME_NONE;
+      return gst_clock_get_time (clock);
+    }
+  }
+  id = gst_clock_new_single_shot_id (clock, target);
   self->clock_id = id;
   g_mutex_unlock (&self->lock);
   wait = gst_clock_id_wait (id, NULL);
@@ -1244,7 +1286,7 @@ gst_clock_bridge_loop (GstPad * pad)
     self->have_origin = TRUE;
   }
   c = next_chunk (self);
-  now = wait_until_due (self, clock, c.due);
+  now = wait_until_due (self, clock, base_time, c.due);
   gst_object_unref (clock);
   if (!GST_CLOCK_TIME_IS_VALID (now)) {
     g_mutex_unlock (&self->lock);
@@ -1328,6 +1370,8 @@ open_clock (GstClockBridge * self)
   }
   GST_OBJECT_LOCK (self);
   gst_object_replace ((GstObject **) & self->clock, GST_OBJECT (clock));
+  self->sleep_clock = strcmp (source, "tai") == 0 ? CLOCK_TAI :
+      strcmp (source, "realtime") == 0 ? CLOCK_REALTIME : (clockid_t) - 1;
   GST_OBJECT_UNLOCK (self);
   gst_object_unref (clock);
   g_free (source);
