@@ -202,6 +202,10 @@ struct _GstClockBridge
   Failover *failover;
   float *main_chunk, *backup_chunk;
   GMappedFile *fallback_map;
+  /* the output's chunks (task; made at READY->PAUSED): a chunk comes back
+   * to the pool when the graph after the bridge drops it (audioconvert
+   * before the payloader), so no chunk is allocated while playing */
+  GstBufferPool *pool;
 
   /* task (see the threading note) */
   gboolean sent_head;           /* stream-start, caps, segment pushed */
@@ -568,6 +572,10 @@ gst_clock_bridge_finalize (GObject * object)
   g_free (self->backup_chunk);
   if (self->fallback_map)
     g_mapped_file_unref (self->fallback_map);
+  if (self->pool) {
+    gst_buffer_pool_set_active (self->pool, FALSE);
+    gst_object_unref (self->pool);
+  }
   if (self->clock)
     gst_object_unref (self->clock);
   g_free (self->clock_source);
@@ -1166,8 +1174,12 @@ read_chunk (GstClockBridge * self, GstClockTime now, ClockBridgeStats * st,
   ch = (guint) self->channels;
   set = self->failover_set;
   GST_OBJECT_UNLOCK (self);
-  buf = gst_buffer_new_allocate (NULL,
-      (gsize) self->chunk_frames * ch * sizeof (float), NULL);
+  buf = NULL;
+  if (self->pool == NULL
+      || gst_buffer_pool_acquire_buffer (self->pool, &buf,
+          NULL) != GST_FLOW_OK)
+    buf = gst_buffer_new_allocate (NULL,
+        (gsize) self->chunk_frames * ch * sizeof (float), NULL);
   gst_buffer_map (buf, &map, GST_MAP_WRITE);
   out = (float *) map.data;
   main_out = self->backup != NULL || self->fallback_map != NULL ?
@@ -1502,6 +1514,37 @@ free_bridge (GstClockBridge * self)
     g_mapped_file_unref (self->fallback_map);
   self->fallback_map = NULL;
   g_mutex_unlock (&self->lock);
+  if (self->pool) {
+    gst_buffer_pool_set_active (self->pool, FALSE);
+    gst_object_unref (self->pool);
+    self->pool = NULL;
+  }
+}
+
+/* the pool of the output's chunks: 4 made now (one in the graph, one
+ * being read, two to spare), more only if the graph after the bridge ever
+ * holds more; without it (refused config) each chunk is allocated */
+static void
+make_pool (GstClockBridge * self, gint channels)
+{
+  GstBufferPool *pool = gst_buffer_pool_new ();
+  GstStructure *config = gst_buffer_pool_get_config (pool);
+  GstCaps *caps = fixed_caps (self);
+
+  gst_buffer_pool_config_set_params (config, caps,
+      (guint) ((gsize) self->chunk_frames * channels * sizeof (float)), 4, 0);
+  gst_caps_unref (caps);
+  if (!gst_buffer_pool_set_config (pool, config)
+      || !gst_buffer_pool_set_active (pool, TRUE)) {
+    GST_INFO_OBJECT (self, "no buffer pool: each chunk is allocated");
+    gst_object_unref (pool);
+    pool = NULL;
+  }
+  if (self->pool) {
+    gst_buffer_pool_set_active (self->pool, FALSE);
+    gst_object_unref (self->pool);
+  }
+  self->pool = pool;
 }
 
 static gboolean
@@ -1542,6 +1585,7 @@ make_bridge (GstClockBridge * self)
   self->interval_frames = MAX (1, gst_util_uint64_scale (interval, RATE,
           GST_SECOND));
   self->next_message = self->interval_frames;
+  make_pool (self, channels);
   if (self->bridge == NULL) {
     GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT, (NULL),
         ("out of memory for the FIFO"));
