@@ -11,6 +11,10 @@ typedef struct
   double *sumsq;                /* per chunk of the level window: sum of squares */
   size_t *audio;                /* per chunk of the window: frames of audio */
   size_t pos;
+  /* the window's sums: kept as chunks come and go, summed afresh at each
+   * turn of the window (so rounding cannot pile up) */
+  double total;
+  size_t with_audio;
   double level, lost_s, silent_s, healthy_s;
   int seen;                     /* it has had audio */
   /* the core's envelope: it ran through the end of the last chunk; frames
@@ -160,28 +164,39 @@ present (const Failover * f, FailoverInput i)
       || (i == FAILOVER_FALLBACK && f->fb != NULL);
 }
 
-/* the level, loss and silence of one chunk of x (audio: its first frames
- * that are audio) */
-static void
-measure (Failover * f, Meter * m, const float *x, size_t audio)
+/* the sum of squares of one chunk */
+static double
+chunk_sumsq (const Failover * f, const float *x)
 {
   size_t n = f->chunk * f->channels;
-  double sum = 0.0, total = 0.0;
-  size_t chunks_with_audio = 0;
+  double sum = 0.0;
 
   for (size_t i = 0; i < n; i++)
     sum += (double) x[i] * x[i];
+  return sum;
+}
+
+/* the level, loss and silence after one more chunk whose sum of squares is
+ * `sum` (audio: its first frames that are audio) */
+static void
+measure_sum (Failover * f, Meter * m, double sum, size_t audio)
+{
+  size_t n = f->chunk * f->channels;
+
+  m->total += sum - m->sumsq[m->pos];
+  m->with_audio += (audio > 0) - (m->audio[m->pos] > 0);
   m->sumsq[m->pos] = sum;
   m->audio[m->pos] = audio;
   m->pos = (m->pos + 1) % f->window;
-  for (size_t i = 0; i < f->window; i++) {
-    total += m->sumsq[i];
-    chunks_with_audio += m->audio[i] > 0;
+  if (m->pos == 0) {
+    m->total = 0.0;
+    for (size_t i = 0; i < f->window; i++)
+      m->total += m->sumsq[i];
   }
-  if (chunks_with_audio == 0) {
+  if (m->with_audio == 0) {
     m->level = FAILOVER_NO_LEVEL;
   } else {
-    double ms = total / ((double) f->window * (double) n);
+    double ms = m->total / ((double) f->window * (double) n);
     m->level = ms > 0.0 ? 10.0 * log10 (ms) : FAILOVER_NO_LEVEL;
     if (m->level < FAILOVER_NO_LEVEL)
       m->level = FAILOVER_NO_LEVEL;
@@ -202,6 +217,14 @@ measure (Failover * f, Meter * m, const float *x, size_t audio)
     m->healthy_s += f->chunk_s;
   else
     m->healthy_s = 0.0;
+}
+
+/* the level, loss and silence of one chunk of x (audio: its first frames
+ * that are audio) */
+static void
+measure (Failover * f, Meter * m, const float *x, size_t audio)
+{
+  measure_sum (f, m, chunk_sumsq (f, x), audio);
 }
 
 /* The core's own gain on each frame of this chunk (bridge.c): a linear
@@ -426,6 +449,7 @@ failover_chunk (Failover * f, const float *main, size_t main_audio,
   FailoverInput to = f->on_air;
   FailoverReason why = FAILOVER_REASON_MANUAL;
   int switched = 0;
+  double main_sum;
 
   if (main_audio > f->chunk)
     main_audio = f->chunk;
@@ -433,15 +457,19 @@ failover_chunk (Failover * f, const float *main, size_t main_audio,
     backup_audio = 0;
   if (backup_audio > f->chunk)
     backup_audio = f->chunk;
-  measure (f, &f->in[FAILOVER_MAIN], main, main_audio);
+  main_sum = chunk_sumsq (f, main);
+  measure_sum (f, &f->in[FAILOVER_MAIN], main_sum, main_audio);
   if (f->have_backup && backup != NULL)
     measure (f, &f->in[FAILOVER_BACKUP], backup, backup_audio);
 
   if (!f->have_backup && f->fb == NULL) {
-    /* exactly as without failover: MAIN's chunk */
+    /* exactly as without failover: MAIN's chunk, whose sum is known */
     if (out != main)
       memcpy (out, main, f->chunk * f->channels * sizeof (float));
     f->active = main_audio > 0 ? FAILOVER_MAIN : FAILOVER_NONE;
+    measure_sum (f, &f->out, main_sum, f->active != FAILOVER_NONE ?
+        f->chunk : 0);
+    return switched;
   } else {
     if (forced (f) != FAILOVER_NONE) {
       to = forced (f);

@@ -58,6 +58,8 @@
 #include <sched.h>
 #include <sys/resource.h>
 #include <string.h>
+#include <errno.h>
+#include <time.h>
 
 GST_DEBUG_CATEGORY_STATIC (clock_bridge_debug);
 #define GST_CAT_DEFAULT clock_bridge_debug
@@ -78,6 +80,9 @@ GST_DEBUG_CATEGORY_STATIC (clock_bridge_debug);
 #define RT_CPU_LIMIT_US 200000
 /* input-active: a buffer arrived within this time */
 #define INPUT_ACTIVE_WINDOW (200 * GST_MSECOND)
+/* the longest wait the output task sleeps directly on the kernel clock
+ * (wait_until_due): a stop or pause waits for it */
+#define DIRECT_SLEEP_MAX (50 * GST_MSECOND)
 
 #define DEFAULT_CLOCK_SOURCE "tai"
 #define DEFAULT_JITTER (20 * GST_MSECOND)
@@ -177,6 +182,9 @@ struct _GstClockBridge
   gboolean sink_flushing;
   gboolean eos_in;              /* EOS arrived on the sink pad */
   GstClockID clock_id;          /* the task's wait */
+  /* the kernel clock of the clock we provide (CLOCK_TAI, CLOCK_REALTIME),
+   * -1 for a /dev/ptpN clock; set with self->clock */
+  clockid_t sleep_clock;
   GstClockTime last_input;      /* pipeline clock time of the last input */
   GstFlowReturn src_flow;       /* last push result, returned upstream */
   /* the pipeline's latency (the sinks' LATENCY event): a chunk is read
@@ -194,6 +202,10 @@ struct _GstClockBridge
   Failover *failover;
   float *main_chunk, *backup_chunk;
   GMappedFile *fallback_map;
+  /* the output's chunks (task; made at READY->PAUSED): a chunk comes back
+   * to the pool when the graph after the bridge drops it (audioconvert
+   * before the payloader), so no chunk is allocated while playing */
+  GstBufferPool *pool;
 
   /* task (see the threading note) */
   gboolean sent_head;           /* stream-start, caps, segment pushed */
@@ -354,6 +366,7 @@ gst_clock_bridge_init (GstClockBridge * self)
   g_mutex_init (&self->lock);
   g_cond_init (&self->cond);
   self->last_input = GST_CLOCK_TIME_NONE;
+  self->sleep_clock = (clockid_t) - 1;
 
   self->sinkpad = gst_pad_new_from_static_template (&sink_template, "sink");
   gst_pad_set_chain_function (self->sinkpad,
@@ -559,6 +572,10 @@ gst_clock_bridge_finalize (GObject * object)
   g_free (self->backup_chunk);
   if (self->fallback_map)
     g_mapped_file_unref (self->fallback_map);
+  if (self->pool) {
+    gst_buffer_pool_set_active (self->pool, FALSE);
+    gst_object_unref (self->pool);
+  }
   if (self->clock)
     gst_object_unref (self->clock);
   g_free (self->clock_source);
@@ -1085,14 +1102,47 @@ next_chunk (GstClockBridge * self)
 
 /* Waits on the pipeline clock until the chunk is due.  Under self->lock,
  * which it gives up while it waits; returns the clock's time after the wait,
- * or NONE when the task is stopping or pausing (the next iteration decides). */
+ * or NONE when the task is stopping or pausing (the next iteration decides).
+ *
+ * On the clock this element provides for tai and realtime (a GstSystemClock
+ * on CLOCK_TAI or CLOCK_REALTIME, not calibrated) a wait of at most
+ * DIRECT_SLEEP_MAX is one clock_nanosleep on that kernel clock, as the floor
+ * sender sleeps: no clock entry made, locked, waited on and freed every
+ * chunk (each a few allocations, locks and a futex wait that the system
+ * clock then checks again).  Such a sleep cannot be unscheduled: a stop or a
+ * pause waits for it, at most DIRECT_SLEEP_MAX.  Any other clock (a
+ * /dev/ptpN clock, another element's, a test clock) and a longer wait use a
+ * clock entry, as before. */
 static GstClockTime
-wait_until_due (GstClockBridge * self, GstClock * clock, GstClockTime due)
+wait_until_due (GstClockBridge * self, GstClock * clock, GstClockTime base,
+    GstClockTime due)
 {
-  GstClockID id = gst_clock_new_single_shot_id (clock,
-      gst_element_get_base_time (GST_ELEMENT (self)) + due);
+  GstClockID id;
   GstClockReturn wait;
+  GstClockTime target = base + due;
 
+  if (self->sleep_clock >= 0 && clock == self->clock) {
+    GstClockTime internal, external, num, denom, now;
+
+    gst_clock_get_calibration (clock, &internal, &external, &num, &denom);
+    now = gst_clock_get_time (clock);
+    if (internal == external && num == denom
+        && (target <= now || target - now <= DIRECT_SLEEP_MAX)) {
+      struct timespec ts = {.tv_sec = (time_t) (target / GST_SECOND),
+        .tv_nsec = (long) (target % GST_SECOND)
+      };
+
+      g_mutex_unlock (&self->lock);
+      if (target > now)
+        while (clock_nanosleep (self->sleep_clock, TIMER_ABSTIME, &ts,
+                NULL) == EINTR);
+      g_mutex_lock (&self->lock);
+      if (self->task_stop || !self->playing)
+        return GST_CLOCK_TIME_NONE;
+      return gst_clock_get_time (clock);
+    }
+  }
+  id = gst_clock_new_single_shot_id (clock, target);
   self->clock_id = id;
   g_mutex_unlock (&self->lock);
   wait = gst_clock_id_wait (id, NULL);
@@ -1124,8 +1174,12 @@ read_chunk (GstClockBridge * self, GstClockTime now, ClockBridgeStats * st,
   ch = (guint) self->channels;
   set = self->failover_set;
   GST_OBJECT_UNLOCK (self);
-  buf = gst_buffer_new_allocate (NULL,
-      (gsize) self->chunk_frames * ch * sizeof (float), NULL);
+  buf = NULL;
+  if (self->pool == NULL
+      || gst_buffer_pool_acquire_buffer (self->pool, &buf,
+          NULL) != GST_FLOW_OK)
+    buf = gst_buffer_new_allocate (NULL,
+        (gsize) self->chunk_frames * ch * sizeof (float), NULL);
   gst_buffer_map (buf, &map, GST_MAP_WRITE);
   out = (float *) map.data;
   main_out = self->backup != NULL || self->fallback_map != NULL ?
@@ -1244,7 +1298,7 @@ gst_clock_bridge_loop (GstPad * pad)
     self->have_origin = TRUE;
   }
   c = next_chunk (self);
-  now = wait_until_due (self, clock, c.due);
+  now = wait_until_due (self, clock, base_time, c.due);
   gst_object_unref (clock);
   if (!GST_CLOCK_TIME_IS_VALID (now)) {
     g_mutex_unlock (&self->lock);
@@ -1328,6 +1382,8 @@ open_clock (GstClockBridge * self)
   }
   GST_OBJECT_LOCK (self);
   gst_object_replace ((GstObject **) & self->clock, GST_OBJECT (clock));
+  self->sleep_clock = strcmp (source, "tai") == 0 ? CLOCK_TAI :
+      strcmp (source, "realtime") == 0 ? CLOCK_REALTIME : (clockid_t) - 1;
   GST_OBJECT_UNLOCK (self);
   gst_object_unref (clock);
   g_free (source);
@@ -1458,6 +1514,37 @@ free_bridge (GstClockBridge * self)
     g_mapped_file_unref (self->fallback_map);
   self->fallback_map = NULL;
   g_mutex_unlock (&self->lock);
+  if (self->pool) {
+    gst_buffer_pool_set_active (self->pool, FALSE);
+    gst_object_unref (self->pool);
+    self->pool = NULL;
+  }
+}
+
+/* the pool of the output's chunks: 4 made now (one in the graph, one
+ * being read, two to spare), more only if the graph after the bridge ever
+ * holds more; without it (refused config) each chunk is allocated */
+static void
+make_pool (GstClockBridge * self, gint channels)
+{
+  GstBufferPool *pool = gst_buffer_pool_new ();
+  GstStructure *config = gst_buffer_pool_get_config (pool);
+  GstCaps *caps = fixed_caps (self);
+
+  gst_buffer_pool_config_set_params (config, caps,
+      (guint) ((gsize) self->chunk_frames * channels * sizeof (float)), 4, 0);
+  gst_caps_unref (caps);
+  if (!gst_buffer_pool_set_config (pool, config)
+      || !gst_buffer_pool_set_active (pool, TRUE)) {
+    GST_INFO_OBJECT (self, "no buffer pool: each chunk is allocated");
+    gst_object_unref (pool);
+    pool = NULL;
+  }
+  if (self->pool) {
+    gst_buffer_pool_set_active (self->pool, FALSE);
+    gst_object_unref (self->pool);
+  }
+  self->pool = pool;
 }
 
 static gboolean
@@ -1498,6 +1585,7 @@ make_bridge (GstClockBridge * self)
   self->interval_frames = MAX (1, gst_util_uint64_scale (interval, RATE,
           GST_SECOND));
   self->next_message = self->interval_frames;
+  make_pool (self, channels);
   if (self->bridge == NULL) {
     GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT, (NULL),
         ("out of memory for the FIFO"));
