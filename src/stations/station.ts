@@ -22,7 +22,7 @@ import { REST_BODY } from '../spec/validate.js';
 import type { StationValuesStore } from '../store/station-values.js';
 import { throwAsEngineError } from '../supervisor/control-channel.js';
 import { resetLoudnessMeasurement } from '../supervisor/loudness-reset.js';
-import type { Applied } from '../supervisor/registry.js';
+import type { Applied } from '../supervisor/managed-pipeline.js';
 import type { PortProbe } from '../net/udp-port.js';
 import type { ClockReport, InputState } from '../stats/pipeline-stats.js';
 import { SILENCE_REPORT_MS } from '../stats/pipeline-stats.js';
