@@ -13,20 +13,17 @@
 import type { Writable } from 'node:stream';
 import type { Logger } from 'pino';
 import type { HostCapacity, PipelineCapacity } from '../capacity/host-capacity.js';
-import { compilePipeline, CONTROL_FD, type CompilableSpec, type CompileOptions } from '../compiler/compile.js';
-import { planUpdate } from '../compiler/update.js';
+import type { CompilableSpec, CompileOptions } from '../compiler/compile.js';
 import type { StationConfig } from '../config/schema.js';
 import { PortInUseError } from '../errors.js';
 import { applyProcessingPatch } from '../spec/patch.js';
 import { REST_BODY } from '../spec/validate.js';
 import type { StationValuesStore } from '../store/station-values.js';
-import { throwAsEngineError } from '../supervisor/control-channel.js';
-import { resetLoudnessMeasurement } from '../supervisor/loudness-reset.js';
-import type { Applied } from '../supervisor/registry.js';
+import { ManagedPipeline, type Applied } from '../supervisor/managed-pipeline.js';
 import type { PortProbe } from '../net/udp-port.js';
 import type { ClockReport, InputState } from '../stats/pipeline-stats.js';
 import { SILENCE_REPORT_MS } from '../stats/pipeline-stats.js';
-import { PipelineSupervisor, type RuntimeInfo, type SupervisorDeps } from '../supervisor/supervisor.js';
+import type { PipelineSupervisor, RuntimeInfo, SupervisorDeps } from '../supervisor/supervisor.js';
 import { IcecastHarbor, type SourceInfo } from './icecast-harbor.js';
 import { portInUseMessage, type PortHolder, type Transport } from './port-holder.js';
 
@@ -88,18 +85,17 @@ export class Station {
   readonly id: string;
   readonly port: number;
   readonly supervisor: PipelineSupervisor;
+  /** The lifecycle shared with API pipelines: changes, admission, loudness reset, the runtime view. */
+  private readonly managed: ManagedPipeline<CompilableSpec>;
   private readonly harbor: IcecastHarbor | undefined;
   private readonly log: Logger;
   private enabled = false;
   /** Why the last start was refused (port held by another process), until the next start. */
   private startError: string | null = null;
-  private chain: Promise<unknown> = Promise.resolve();
   /** Child stdins a source has already used: each child takes one source. */
   private readonly usedInputs = new WeakSet<Writable>();
-  /** The processing the station runs with, and where it comes from (see StationView). */
-  private processing: StationConfig['processing'];
+  /** Where the processing the station runs with comes from (see StationView). */
   private processingSource: 'config' | 'state' = 'config';
-  private processingVersion = 1;
   private valuesLoaded = false;
 
   constructor(
@@ -109,16 +105,28 @@ export class Station {
     this.id = config.id;
     this.port = harborPort(config.number);
     this.log = deps.log.child({ station_id: config.id, pipeline_id: `station:${config.id}` });
-    this.processing = config.processing;
-    const args = compilePipeline(this.specWith(config.processing), deps.compile);
-    this.supervisor = new PipelineSupervisor(`station:${config.id}`, args, deps.supervisorDeps, {
-      stdin: config.harbor === 'icecast',
-      logFields: { station_id: config.id },
+    this.managed = new ManagedPipeline({
+      id: `station:${config.id}`,
       label: `station ${config.id}`,
-      traceInLog: true,
-      niceIncrement: deps.capacity?.niceIncrement(config.priority) ?? 0,
-      controlFd: CONTROL_FD,
+      spec: this.specWith(config.processing),
+      version: 1,
+      compile: deps.compile,
+      supervisorDeps: deps.supervisorDeps,
+      supervisorOptions: {
+        stdin: config.harbor === 'icecast',
+        logFields: { station_id: config.id },
+        label: `station ${config.id}`,
+        traceInLog: true,
+        niceIncrement: deps.capacity?.niceIncrement(config.priority) ?? 0,
+      },
+      capacity: deps.capacity,
+      capacityCode: 'STATION_AT_CAPACITY',
+      // A stopped station takes a change at its next start.
+      held: () => !this.enabled,
+      log: this.log,
+      now: deps.now,
     });
+    this.supervisor = this.managed.supervisor;
     if (config.harbor === 'icecast') {
       this.harbor = new IcecastHarbor({
         // The schema requires it with harbor = "icecast" (config/load.ts); never logged.
@@ -138,6 +146,11 @@ export class Station {
     }
   }
 
+  /** The processing the station runs with (config.toml's, or the live values). */
+  private get processing(): StationConfig['processing'] {
+    return this.managed.spec.processing;
+  }
+
   private specWith(processing: StationConfig['processing']): CompilableSpec {
     const config = this.config;
     return {
@@ -155,31 +168,17 @@ export class Station {
   update(patch: unknown): Promise<{ station: StationView; applied: Applied }> {
     return this.serialize(async () => {
       const processing = applyProcessingPatch(this.processing, patch, REST_BODY);
-      const plan = planUpdate(this.specWith(this.processing), this.specWith(processing));
-      let applied: Applied = plan.kind === 'restart' ? (this.enabled ? 'restart' : 'next-start') : 'live';
-      // a running station restarted with other steps is admitted at their cost first (refused: nothing changes)
-      if (applied === 'restart') this.deps.capacity?.readmit(this.supervisor.id, processing, 'STATION_AT_CAPACITY');
-      if (plan.kind === 'live' && plan.assignments.length > 0) {
-        try {
-          applied = await this.supervisor.applyLive(plan.assignments);
-        } catch (error) {
-          throwAsEngineError(error, `station ${this.id}`, '; nothing changed');
-        }
-      }
-      const version = this.processingVersion + 1;
-      await this.deps.values.put(this.id, {
-        processing,
-        config_processing: this.config.processing,
-        version,
-        updated_at: new Date(this.deps.now()).toISOString(),
+      const { applied } = await this.managed.change(this.specWith(processing), {
+        persist: async (spec, version) => {
+          await this.deps.values.put(this.id, {
+            processing: spec.processing,
+            config_processing: this.config.processing,
+            version,
+            updated_at: new Date(this.deps.now()).toISOString(),
+          });
+          this.processingSource = 'state';
+        },
       });
-      this.processing = processing;
-      this.processingSource = 'state';
-      this.processingVersion = version;
-      this.supervisor.reconfigure(compilePipeline(this.specWith(processing), this.deps.compile), undefined);
-      this.supervisor.note(`processing changed (${applied})`);
-      this.log.info({ event: 'station-updated', applied, version }, `station ${this.id}: processing changed (${applied})`);
-      if (applied === 'restart') await this.supervisor.restart();
       return { station: this.view(), applied };
     });
   }
@@ -203,10 +202,8 @@ export class Station {
     }
     try {
       const processing = applyProcessingPatch([], { processing: stored.processing }, { root: 'stations', separator: '.' });
-      this.processing = processing;
+      this.managed.adopt(this.specWith(processing), stored.version);
       this.processingSource = 'state';
-      this.processingVersion = stored.version;
-      this.supervisor.reconfigure(compilePipeline(this.specWith(processing), this.deps.compile), undefined);
     } catch (error) {
       this.log.error({ event: 'station-values-invalid', err: error }, `station ${this.id}: stored processing values are not valid; using config.toml's`);
     }
@@ -244,11 +241,7 @@ export class Station {
 
   /** Restarts the loudness steps' programme measurement in the running child (supervisor/loudness-reset.ts). */
   resetLoudness(): Promise<{ steps: string[] }> {
-    return this.serialize(async () => {
-      const steps = await resetLoudnessMeasurement(`station ${this.id}`, this.specWith(this.processing), this.supervisor, this.log);
-      this.supervisor.note(`loudness measurement reset (${steps.join(', ')})`);
-      return { steps };
-    });
+    return this.serialize(async () => ({ steps: await this.managed.resetLoudness() }));
   }
 
   logs(lines: number): string[] {
@@ -256,13 +249,11 @@ export class Station {
   }
 
   view(): StationView {
-    const runtime = this.supervisor.snapshot();
-    const now = this.deps.now();
-    const report = this.supervisor.stats.report(now);
+    const runtime = this.managed.runtimeView();
     const source = this.harbor?.sourceInfo() ?? null;
-    let inputState = report.input_state;
+    let inputState = runtime.input_state;
     if (this.config.harbor === 'icecast') {
-      inputState = source === null ? 'waiting' : report.silence_seconds * 1000 >= SILENCE_REPORT_MS ? 'silent' : 'receiving';
+      inputState = source === null ? 'waiting' : runtime.silence_seconds * 1000 >= SILENCE_REPORT_MS ? 'silent' : 'receiving';
     }
     return {
       id: this.config.id,
@@ -274,7 +265,7 @@ export class Station {
       processing: this.processing,
       processing_source: this.processingSource,
       config_processing: this.config.processing,
-      processing_version: this.processingVersion,
+      processing_version: this.managed.version,
       output: this.config.output,
       autostart: this.config.autostart,
       priority: this.config.priority,
@@ -282,11 +273,8 @@ export class Station {
       status: runtime.state === 'failed' ? 'failed' : this.enabled ? 'active' : 'stopped',
       ...runtime,
       last_error: runtime.state === 'running' ? runtime.last_error : (this.startError ?? runtime.last_error),
-      ...report,
       input_state: inputState,
-      clock: this.supervisor.stats.clockReport(this.config.harbor === 'srt' ? this.config.latency : 0) ?? null,
       source,
-      ...(this.deps.capacity?.pipeline(this.supervisor.id) ?? { realtime_ratio: null, behind: false }),
     };
   }
 
@@ -295,9 +283,7 @@ export class Station {
       await this.loadValues();
       return op();
     };
-    const run = this.chain.then(withValues, withValues);
-    this.chain = run.catch(() => undefined);
-    return run;
+    return this.managed.serialize(withValues);
   }
 
   /** Is the station up with its harbor held by us? */
@@ -318,20 +304,19 @@ export class Station {
     try {
       await this.bindHarbor();
     } catch (error) {
-      if (!admittedBefore) this.deps.capacity?.release(this.supervisor.id);
+      if (!admittedBefore) this.managed.release();
       throw error;
     }
     this.startError = null;
     this.enabled = true;
-    this.deps.capacity?.attach(this.supervisor.id, this.supervisor);
-    this.supervisor.start();
+    this.managed.start();
     this.log.info({ event: 'station-started', harbor: this.config.harbor, harbor_port: this.port, why }, `station ${this.id}: started (${why}), harbor ${this.config.harbor} on port ${this.port}`);
   }
 
   /** Admission control: refused (409, STATION_AT_CAPACITY) when the host cannot carry the station. */
   private admit(): void {
     try {
-      this.deps.capacity?.admit(this.supervisor.id, this.processing, 'STATION_AT_CAPACITY');
+      this.managed.admit();
     } catch (error) {
       this.startError = (error as Error).message;
       this.supervisor.note(`start refused: ${this.startError}`);
@@ -374,7 +359,7 @@ export class Station {
   private async doStop(): Promise<void> {
     this.enabled = false;
     await Promise.all([this.harbor?.close(), this.supervisor.stop()]);
-    this.deps.capacity?.release(this.supervisor.id);
+    this.managed.release();
   }
 
   /** Engine start: start if autostart; a refusal is logged and shown, not fatal. */

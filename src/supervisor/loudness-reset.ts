@@ -1,8 +1,9 @@
 /**
  * Restarting the programme measurement (integrated loudness, LRA, max true peak) of every
- * loudness step of a running child, for a pipeline (registry.ts) or a station: the compiler's
- * assignments (`step<N>.reset-measurement=true`) go through the child's control channel, and the
- * answer waits for its acknowledgement. The gain and the audio are not touched; nothing is stored.
+ * loudness step of a running child, for a pipeline or a station (managed-pipeline.ts): the
+ * compiler's assignments (`step<N>.reset-measurement=true`) go through the child's control
+ * channel, and the answer waits for its acknowledgement. The gain and the audio are not touched;
+ * nothing is stored.
  */
 import type { Logger } from 'pino';
 import type { CompilableSpec } from '../compiler/compile.js';

@@ -15,20 +15,18 @@
 import path from 'node:path';
 import type { Logger } from 'pino';
 import type { HostCapacity, PipelineCapacity } from '../capacity/host-capacity.js';
-import { compilePipeline, compileSecrets, CONTROL_FD, type CompileOptions } from '../compiler/compile.js';
-import { planUpdate } from '../compiler/update.js';
+import type { CompileOptions } from '../compiler/compile.js';
 import { LimitError, NotFoundError, PortInUseError, StorageError, UnavailableError, VersionMismatchError } from '../errors.js';
 import { applyPipelinePatch } from '../spec/patch.js';
 import type { PathStyle } from '../spec/validate.js';
-import { ControlFailure, throwAsEngineError } from './control-channel.js';
-import { resetLoudnessMeasurement } from './loudness-reset.js';
+import { ManagedPipeline, type Applied } from './managed-pipeline.js';
 import type { PortProbe } from '../net/udp-port.js';
 import { redactInput, type SrtInputView } from '../spec/redact.js';
 import type { PipelineSpec } from '../spec/schema.js';
 import { newPipelineId, PIPELINE_ID } from '../store/ids.js';
 import type { PipelineRecord, PipelineStore } from '../store/pipeline-store.js';
 import type { ClockReport, InputReport } from '../stats/pipeline-stats.js';
-import { PipelineSupervisor, type RuntimeInfo, type SupervisorDeps } from './supervisor.js';
+import type { PipelineSupervisor, RuntimeInfo, SupervisorDeps } from './supervisor.js';
 
 /** The state shown for a stored pipeline that the host has no room for yet. */
 export const WAITING_FOR_CAPACITY = 'waiting_for_capacity';
@@ -63,9 +61,6 @@ export interface DamagedRecord {
   reason: string;
 }
 
-/** How a change reached the pipeline (docs/api.md): see PipelineRegistry.update. */
-export type Applied = 'live' | 'restart' | 'next-start';
-
 export interface UpdateResult {
   pipeline: PipelineView;
   applied: Applied;
@@ -74,6 +69,8 @@ export interface UpdateResult {
 export interface Pipeline {
   record: PipelineRecord;
   supervisor: PipelineSupervisor;
+  /** The lifecycle: changes, admission, loudness reset, the runtime view (managed-pipeline.ts). */
+  managed: ManagedPipeline<PipelineSpec>;
 }
 
 export interface RegistryOptions {
@@ -106,8 +103,6 @@ export class PipelineRegistry {
   private waitingTimer: NodeJS.Timeout | undefined;
   /** Records set aside at load (damaged), for health and metrics. */
   private damagedRecords: DamagedRecord[] = [];
-  /** The change in progress per pipeline: changes of one pipeline run one after the other. */
-  private readonly updating = new Map<string, Promise<unknown>>();
 
   constructor(private readonly options: RegistryOptions) {}
 
@@ -221,62 +216,29 @@ export class PipelineRegistry {
    * record is written durably before this resolves; when the child does not confirm a live
    * change, nothing is written and nothing changes (UnavailableError).
    */
-  update(id: string, patch: unknown, style: PathStyle, expectedVersion?: number): Promise<UpdateResult> {
-    const previous = this.updating.get(id) ?? Promise.resolve();
-    const run = previous.catch(() => undefined).then(() => this.updateNow(id, patch, style, expectedVersion));
-    this.updating.set(id, run);
-    const cleanup = (): void => {
-      if (this.updating.get(id) === run) this.updating.delete(id);
-    };
-    run.then(cleanup, cleanup);
-    return run;
+  async update(id: string, patch: unknown, style: PathStyle, expectedVersion?: number): Promise<UpdateResult> {
+    return this.require(id).managed.serialize(() => this.updateNow(id, patch, style, expectedVersion));
   }
 
   private async updateNow(id: string, patch: unknown, style: PathStyle, expectedVersion: number | undefined): Promise<UpdateResult> {
     if (this.closing) throw new UnavailableError('the engine is shutting down');
     const pipeline = this.require(id);
-    const { record, supervisor } = pipeline;
+    const { record, managed } = pipeline;
     const version = record.version ?? 1;
     if (expectedVersion !== undefined && expectedVersion !== version) {
       throw new VersionMismatchError(`pipeline ${id} is at version ${version}, not ${expectedVersion}; read it again and retry`);
     }
     const spec = applyPipelinePatch(record.spec, patch, style);
-    const plan = planUpdate(record.spec, spec);
-    const next: PipelineRecord = { ...record, spec, version: version + 1 };
-    const args = compilePipeline(spec, this.options.compile);
-    const secrets = compileSecrets(spec);
-    if (plan.kind === 'restart') {
-      if (spec.input.port !== record.spec.input.port) await this.checkNewPort(spec.input.port, id);
-      // Held (the engine is starting, or the host had no room yet): the new values wait for its start.
-      const held = supervisor.snapshot().state === 'pending';
-      if (!held) this.options.capacity?.readmit(id, spec.processing); // refused: nothing changes
-      await this.options.store.put(next);
-      pipeline.record = next;
-      supervisor.reconfigure(args, secrets);
-      if (held) {
-        this.options.log.info({ event: 'updated', pipeline_id: id, applied: 'next-start', version: next.version }, `pipeline ${id} changed: its child is not started yet`);
-        return { pipeline: this.view(pipeline), applied: 'next-start' };
-      }
-      this.options.log.info({ event: 'updated', pipeline_id: id, applied: 'restart', because: plan.reasons, version: next.version }, `pipeline ${id} changed (${plan.reasons.join(', ')}): restarting its child`);
-      await supervisor.restart();
-      return { pipeline: this.view(pipeline), applied: 'restart' };
-    }
-    let applied: Applied = 'live';
-    if (plan.assignments.length > 0) {
-      try {
-        applied = await supervisor.applyLive(plan.assignments);
-      } catch (error) {
-        if (error instanceof ControlFailure) this.options.log.warn({ event: 'update-failed', pipeline_id: id, reason: error.reason }, `pipeline ${id}: change not applied: ${error.message}`);
-        throwAsEngineError(error, `pipeline ${id}`, '; nothing changed');
-      }
-    }
-    supervisor.reconfigure(args, secrets);
-    await this.options.store.put(next);
-    pipeline.record = next;
-    this.options.log.info(
-      { event: 'updated', pipeline_id: id, applied, properties: plan.assignments.map((a) => `${a.element}.${a.property}`), version: next.version },
-      `pipeline ${id} changed (${applied})`,
-    );
+    const { applied } = await managed.change(spec, {
+      beforeRestart: async () => {
+        if (spec.input.port !== record.spec.input.port) await this.checkNewPort(spec.input.port, id);
+      },
+      persist: async (_spec, nextVersion) => {
+        const next: PipelineRecord = { ...record, spec, version: nextVersion };
+        await this.options.store.put(next);
+        pipeline.record = next;
+      },
+    });
     return { pipeline: this.view(pipeline), applied };
   }
 
@@ -288,22 +250,21 @@ export class PipelineRegistry {
    */
   async resetLoudness(id: string): Promise<{ steps: string[] }> {
     if (this.closing) throw new UnavailableError('the engine is shutting down');
-    const { record, supervisor } = this.require(id);
-    const steps = await resetLoudnessMeasurement(`pipeline ${id}`, record.spec, supervisor, this.options.log.child({ pipeline_id: id }));
+    const { managed } = this.require(id);
+    const steps = await managed.serialize(() => managed.resetLoudness());
     return { steps };
   }
 
   /** Ends the child, then forgets the record. Resolves once the child is gone. */
   async delete(id: string): Promise<void> {
-    this.require(id);
-    await this.updating.get(id)?.catch(() => undefined); // a change in progress ends first
+    await this.require(id).managed.settled(); // a change in progress ends first
     const pipeline = this.require(id);
     await pipeline.supervisor.stop();
     await this.options.store.remove(id);
     this.pipelines.delete(id);
     this.waiting.delete(id);
     this.admittedWhileHeld.delete(id);
-    this.options.capacity?.release(id);
+    pipeline.managed.release();
     this.options.log.info({ event: 'deleted', pipeline_id: id }, `pipeline ${id} deleted`);
   }
 
@@ -348,23 +309,30 @@ export class PipelineRegistry {
   /** The one place a pipeline gets its supervisor, held (`pending`) until it is admitted and started. */
   private addPipeline(record: PipelineRecord): Pipeline {
     if (this.pipelines.has(record.id)) throw new Error(`pipeline ${record.id} is already in the registry`);
-    const args = compilePipeline(record.spec, this.options.compile);
     const niceIncrement = this.options.capacity?.niceIncrement(record.spec.priority) ?? 0;
-    const supervisor = new PipelineSupervisor(record.id, args, this.options.supervisorDeps, {
-      extraInput: compileSecrets(record.spec),
-      niceIncrement,
-      controlFd: CONTROL_FD,
+    const managed: ManagedPipeline<PipelineSpec> = new ManagedPipeline({
+      id: record.id,
+      label: `pipeline ${record.id}`,
+      spec: record.spec,
+      version: record.version ?? 1,
+      compile: this.options.compile,
+      supervisorDeps: this.options.supervisorDeps,
+      supervisorOptions: { niceIncrement },
+      capacity: this.options.capacity,
+      // Held (the engine is starting, or the host had no room yet): a change waits for its start.
+      held: () => managed.supervisor.snapshot().state === 'pending',
+      log: this.options.log.child({ pipeline_id: record.id }),
+      now: () => this.options.now().getTime(),
     });
-    const pipeline: Pipeline = { record, supervisor };
+    const pipeline: Pipeline = { record, supervisor: managed.supervisor, managed };
     this.pipelines.set(record.id, pipeline);
-    supervisor.hold();
+    managed.supervisor.hold();
     return pipeline;
   }
 
   /** Starts the child of a pipeline the capacity admitted (measured from now on). */
   private startAdmitted(pipeline: Pipeline): void {
-    this.options.capacity?.attach(pipeline.record.id, pipeline.supervisor);
-    pipeline.supervisor.start();
+    pipeline.managed.start();
   }
 
   private addWaiting(id: string): void {
@@ -390,8 +358,8 @@ export class PipelineRegistry {
     }
   }
 
-  private view({ record, supervisor }: Pipeline): PipelineView {
-    const runtime = supervisor.snapshot();
+  private view({ record, managed }: Pipeline): PipelineView {
+    const runtime = managed.runtimeView();
     return {
       id: record.id,
       name: record.spec.name,
@@ -404,9 +372,6 @@ export class PipelineRegistry {
       version: record.version ?? 1,
       ...runtime,
       ...(this.waiting.has(record.id) ? { state: WAITING_FOR_CAPACITY } : {}),
-      ...supervisor.stats.report(this.options.now().getTime()),
-      ...(this.options.capacity?.pipeline(record.id) ?? { realtime_ratio: null, behind: false }),
-      clock: supervisor.stats.clockReport(record.spec.input.latency) ?? null,
     };
   }
 }

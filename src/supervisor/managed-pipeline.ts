@@ -1,0 +1,214 @@
+/**
+ * One managed pipeline: a supervised child with the spec it runs and the spec's version, and the
+ * lifecycle an API pipeline (registry.ts) and a station (stations/station.ts) share:
+ *
+ * - operations on it run one after the other (`serialize`), so concurrent calls never make two
+ *   children or interleave two changes;
+ * - a change (`change`) is planned from the old and the new spec (compiler/update.ts): parameters
+ *   of existing steps go into the running child through its control channel and wait for its
+ *   acknowledgement (`live`); anything else is admitted at the new graph's cost, then restarts the
+ *   child (`restart`), or waits for the next start while the owner holds the child (`next-start`).
+ *   The owner persists the new spec (its store) before anything is applied to the child's argv;
+ *   a refusal anywhere (port, capacity, storage, a child that does not confirm) changes nothing;
+ * - admission and start against the host's capacity (`admit`, `start`, `release`);
+ * - the loudness measurement's reset (`resetLoudness`);
+ * - the runtime part of the owner's view (`runtimeView`).
+ *
+ * What differs stays with the owner: where the spec comes from and is kept, when the child is
+ * held, which ports it binds, what its view adds.
+ */
+import type { Logger } from 'pino';
+import type { HostCapacity, PipelineCapacity } from '../capacity/host-capacity.js';
+import { compilePipeline, compileSecrets, CONTROL_FD, type CompilableSpec, type CompileOptions } from '../compiler/compile.js';
+import { planUpdate, type UpdatePlan } from '../compiler/update.js';
+import type { ClockReport, InputReport } from '../stats/pipeline-stats.js';
+import { ControlFailure, throwAsEngineError } from './control-channel.js';
+import { resetLoudnessMeasurement } from './loudness-reset.js';
+import { PipelineSupervisor, type RuntimeInfo, type SupervisorDeps, type SupervisorOptions } from './supervisor.js';
+
+/** How a change reached the pipeline (docs/api.md): see ManagedPipeline.change. */
+export type Applied = 'live' | 'restart' | 'next-start';
+
+/** The error code of a refused admission (capacity/host-capacity.ts). */
+export type CapacityCode = 'HOST_AT_CAPACITY' | 'STATION_AT_CAPACITY';
+
+export interface ManagedPipelineOptions<S extends CompilableSpec> {
+  /** The supervisor's id: `pl_…` for a pipeline, `station:<id>` for a station. */
+  id: string;
+  /** How messages name it: `pipeline pl_…`, `station studio-a`. */
+  label: string;
+  spec: S;
+  /** 1 for the first spec, +1 with every change. */
+  version: number;
+  compile: CompileOptions;
+  supervisorDeps: SupervisorDeps;
+  /** The supervisor's options; the secrets (descriptors 3, ...) and the control channel come from here. */
+  supervisorOptions?: Omit<SupervisorOptions, 'extraInput' | 'controlFd'>;
+  capacity?: Pick<HostCapacity, 'admit' | 'readmit' | 'attach' | 'release' | 'pipeline'>;
+  /** The code of a refused admission (default HOST_AT_CAPACITY). */
+  capacityCode?: CapacityCode;
+  /** The owner does not want a child now (engine starting, no room yet, station stopped): a change waits for the next start. */
+  held: () => boolean;
+  /** Bound to the pipeline's ids (pipeline_id, station_id). */
+  log: Logger;
+  now: () => number;
+}
+
+/** What a change does beyond the common steps; every hook that throws refuses the change (nothing changed). */
+export interface ChangeSteps<S> {
+  /** Writes the new spec durably under its new version. */
+  persist: (spec: S, version: number) => Promise<void>;
+  /** Checks a restart needs besides capacity (a changed input port is free). */
+  beforeRestart?: (previous: S, next: S) => Promise<void>;
+}
+
+export interface ChangeResult {
+  applied: Applied;
+  plan: UpdatePlan;
+  version: number;
+}
+
+/** The runtime facts of a pipeline's view: its child, its input, its capacity, its clock bridge. */
+export type RuntimeView = RuntimeInfo & InputReport & PipelineCapacity & {
+  /** The clock bridge: drift, jitter buffer, latency; null before the child's first report. */
+  clock: ClockReport | null;
+};
+
+export class ManagedPipeline<S extends CompilableSpec> {
+  readonly supervisor: PipelineSupervisor;
+  private currentSpec: S;
+  private currentVersion: number;
+  /** The operation in progress (and those queued behind it). */
+  private chain: Promise<unknown> = Promise.resolve();
+
+  constructor(private readonly options: ManagedPipelineOptions<S>) {
+    this.currentSpec = options.spec;
+    this.currentVersion = options.version;
+    this.supervisor = new PipelineSupervisor(options.id, compilePipeline(options.spec, options.compile), options.supervisorDeps, {
+      ...options.supervisorOptions,
+      extraInput: compileSecrets(options.spec),
+      controlFd: CONTROL_FD,
+    });
+  }
+
+  get id(): string {
+    return this.options.id;
+  }
+
+  get spec(): S {
+    return this.currentSpec;
+  }
+
+  get version(): number {
+    return this.currentVersion;
+  }
+
+  /** Runs `op` after every operation queued before it (whether that one succeeded or not). */
+  serialize<T>(op: () => Promise<T>): Promise<T> {
+    const run = this.chain.then(op, op);
+    this.chain = run.catch(() => undefined);
+    return run;
+  }
+
+  /** Resolves once the operations queued so far have ended. */
+  settled(): Promise<void> {
+    return this.chain.then(() => undefined);
+  }
+
+  /** Takes a spec as the current one without a change (values read back at start): the next child runs it. */
+  adopt(spec: S, version: number): void {
+    this.currentSpec = spec;
+    this.currentVersion = version;
+    this.supervisor.reconfigure(compilePipeline(spec, this.options.compile), compileSecrets(spec));
+  }
+
+  /**
+   * Changes the spec to `next` (not serialized: call it inside `serialize`). Parameters of
+   * existing steps go into the running child and the answer waits for its acknowledgement
+   * ('live'); input, output or the list of steps restart the child ('restart') once the host
+   * admitted the new graph; while the owner holds the child the next start takes them
+   * ('next-start'). The new spec is persisted before it reaches the child's argv; when the child
+   * does not confirm a live change, nothing is persisted and nothing changes (UnavailableError).
+   */
+  async change(next: S, steps: ChangeSteps<S>): Promise<ChangeResult> {
+    const { label, log } = this.options;
+    const previous = this.currentSpec;
+    const plan = planUpdate(previous, next);
+    const version = this.currentVersion + 1;
+    const args = compilePipeline(next, this.options.compile);
+    const secrets = compileSecrets(next);
+    if (plan.kind === 'restart') {
+      await steps.beforeRestart?.(previous, next);
+      const held = this.options.held();
+      if (!held) this.options.capacity?.readmit(this.id, next.processing, this.options.capacityCode); // refused: nothing changes
+      await steps.persist(next, version);
+      this.take(next, version, args, secrets);
+      const applied: Applied = held ? 'next-start' : 'restart';
+      this.supervisor.note(`changed (${applied}), version ${version}`);
+      if (held) {
+        log.info({ event: 'updated', applied, version }, `${label} changed: its child is not started yet`);
+        return { applied, plan, version };
+      }
+      log.info({ event: 'updated', applied, because: plan.reasons, version }, `${label} changed (${plan.reasons.join(', ')}): restarting its child`);
+      await this.supervisor.restart();
+      return { applied, plan, version };
+    }
+    let applied: Applied = 'live';
+    if (plan.assignments.length > 0) {
+      try {
+        applied = await this.supervisor.applyLive(plan.assignments);
+      } catch (error) {
+        if (error instanceof ControlFailure) log.warn({ event: 'update-failed', reason: error.reason }, `${label}: change not applied: ${error.message}`);
+        throwAsEngineError(error, label, '; nothing changed');
+      }
+    }
+    await steps.persist(next, version);
+    this.take(next, version, args, secrets);
+    this.supervisor.note(`changed (${applied}), version ${version}`);
+    log.info({ event: 'updated', applied, properties: plan.assignments.map((a) => `${a.element}.${a.property}`), version }, `${label} changed (${applied})`);
+    return { applied, plan, version };
+  }
+
+  /** Admission control: refused (capacityCode) when the host cannot carry the graph; nothing is started. */
+  admit(): void {
+    this.options.capacity?.admit(this.id, this.currentSpec.processing, this.options.capacityCode);
+  }
+
+  /** Starts the child of an admitted pipeline (measured from now on). */
+  start(): void {
+    this.options.capacity?.attach(this.id, this.supervisor);
+    this.supervisor.start();
+  }
+
+  /** The host no longer counts the pipeline. */
+  release(): void {
+    this.options.capacity?.release(this.id);
+  }
+
+  /**
+   * Starts the programme measurement (integrated loudness, LRA, max true peak) of every loudness
+   * step of the running child again (supervisor/loudness-reset.ts; not serialized). The gain is
+   * not touched and nothing is stored. Resolves with the steps reset.
+   */
+  async resetLoudness(): Promise<string[]> {
+    const steps = await resetLoudnessMeasurement(this.options.label, this.currentSpec, this.supervisor, this.options.log);
+    this.supervisor.note(`loudness measurement reset (${steps.join(', ')})`);
+    return steps;
+  }
+
+  runtimeView(): RuntimeView {
+    const input = this.currentSpec.input;
+    return {
+      ...this.supervisor.snapshot(),
+      ...this.supervisor.stats.report(this.options.now()),
+      ...(this.options.capacity?.pipeline(this.id) ?? { realtime_ratio: null, behind: false }),
+      clock: this.supervisor.stats.clockReport(input.type === 'srt' ? input.latency : 0) ?? null,
+    };
+  }
+
+  private take(spec: S, version: number, args: readonly string[], secrets: readonly Uint8Array[]): void {
+    this.currentSpec = spec;
+    this.currentVersion = version;
+    this.supervisor.reconfigure(args, secrets);
+  }
+}
