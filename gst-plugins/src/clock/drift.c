@@ -299,7 +299,10 @@ clock_drift_note (ClockDrift * d, double t, unsigned long frames,
 int
 clock_drift_ready (const ClockDrift * d)
 {
-  return d->fitted && d->span >= CLOCK_DRIFT_MIN_S;
+  /* a slope beyond any clock's is an input that arrives starved (a host
+   * so busy that a minute brings a third of a minute of audio) */
+  return d->fitted && d->span >= CLOCK_DRIFT_MIN_S
+      && fabs (d->b) <= CLOCK_DRIFT_MAX_RATE;
 }
 
 double

@@ -26,7 +26,9 @@
  *     slope is within SCATTER_TOL_PPM from 60 s on; the same with an offset
  *     step of -150 ms at 80 s (the scale bench's pipelines each took one of
  *     140-230 ms at about 25 s): an offset step, the line goes on with a
- *     segment of its own, within SCATTER_TOL_PPM. */
+ *     segment of its own, within SCATTER_TOL_PPM;
+ *   - an input that arrives starved (a third of real time: a host too busy
+ *     to bring it) is not a clock: not ready. */
 #include "drift.h"
 
 #include <math.h>
@@ -344,6 +346,26 @@ shared_sender (void)
   }
 }
 
+static void
+starved (void)
+{
+  ClockDrift d;
+  double t = 0.0;
+  int ready = 0;
+
+  rng_seed (80);
+  clock_drift_init (&d);
+  /* 1024 frames every 64 ms: the input brings a third of real time */
+  for (; t < 60.0; t += 3.0 * WRITE / RATE) {
+    clock_drift_note (&d, t + lateness (0.004), WRITE, RATE);
+    ready |= clock_drift_ready (&d);
+  }
+  printf ("input at a third of real time: slope %+.0f ppm, ready: %s\n",
+      clock_drift_rate (&d) * 1e6, ready ? "yes" : "no");
+  CHECK (!ready, "a starved input read as a clock (%+.0f ppm)",
+      clock_drift_rate (&d) * 1e6);
+}
+
 int
 main (void)
 {
@@ -355,6 +377,7 @@ main (void)
   late_bins ();
   restart ();
   shared_sender ();
+  starved ();
   printf ("%s\n", failures ? "FAILED" : "ok");
   return failures ? 1 : 0;
 }
