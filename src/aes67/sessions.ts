@@ -83,13 +83,29 @@ export class Aes67Sessions {
   private sender: { address: string; socket: SapSender } | undefined;
   /** Senders on the networks of redundant legs (by interface address), beside the main one. */
   private readonly legSenders = new Map<string, SapSender>();
+  /** The last send error per redundant-leg network (logged once). */
+  private readonly legErrors = new Map<string, string>();
   private timer: NodeJS.Timeout | undefined;
   private work: Promise<void> = Promise.resolve();
   private closed = false;
   private warnedNoInterface = false;
   private lastError: string | undefined;
 
+  /** The last address seen on each interface: a link that is down drops out of the host's list, its address stays. */
+  private readonly knownInterfaces = new Map<string, SenderInterface>();
+
   constructor(private readonly deps: Aes67SessionsDeps) {}
+
+  /**
+   * The interface by name, or while it is not listed (its link is down: Node lists running
+   * interfaces only) the last seen: an SDP and its SAP session do not change when a leg's link
+   * goes down and comes back.
+   */
+  private findInterface(name: string): SenderInterface | undefined {
+    const found = this.deps.findInterface(name);
+    if (found !== undefined) this.knownInterfaces.set(name, found);
+    return found ?? this.knownInterfaces.get(name);
+  }
 
   /** The reference clock the SDPs name now. */
   refclk(iface: SenderInterface | undefined): RefClock {
@@ -104,7 +120,7 @@ export class Aes67Sessions {
   /** The SDP of one output, CRLF line ends; its version grows whenever the rest changes. */
   sdp(stream: Pick<StreamSource, 'id' | 'name' | 'output'>): string {
     const { output } = stream;
-    const iface = this.deps.findInterface(output.interface ?? this.deps.config.interface);
+    const iface = this.findInterface(output.interface ?? this.deps.config.interface);
     const described = {
       name: stream.name,
       destination: output.host,
@@ -132,7 +148,7 @@ export class Aes67Sessions {
   private secondLeg(output: RtpOutput): SdpLeg | undefined {
     const leg = output.redundant;
     if (leg === undefined) return undefined;
-    const iface = this.deps.findInterface(leg.interface ?? this.deps.config.interface);
+    const iface = this.findInterface(leg.interface ?? this.deps.config.interface);
     return {
       destination: leg.host,
       ttl: isMulticast(leg.host) ? output.ttl : undefined,
@@ -204,7 +220,7 @@ export class Aes67Sessions {
   private redundantOrigin(output: RtpOutput, main: string): string | null {
     const leg = output.redundant;
     if (leg?.interface === undefined || !isIPv4(leg.host) || !isMulticast(leg.host)) return null;
-    const address = this.deps.findInterface(leg.interface)?.address;
+    const address = this.findInterface(leg.interface)?.address;
     return address === undefined || address === main ? null : address;
   }
 
@@ -218,6 +234,23 @@ export class Aes67Sessions {
     return socket;
   }
 
+  /**
+   * Sends on a redundant leg's network. A failure there (its link is down: ENETUNREACH) is logged
+   * once per distinct error and does not hold up the announcements on the main network.
+   */
+  private async sendOnLeg(address: string, packet: Buffer): Promise<void> {
+    try {
+      await (await this.legSender(address)).send(packet);
+      this.legErrors.delete(address);
+    } catch (error) {
+      const message = (error as Error).message;
+      if (this.legErrors.get(address) !== message) {
+        this.deps.log.warn({ event: 'sap-failed', address, err: error }, `SAP announcement on the redundant leg's network (${address}) failed: ${message}`);
+      }
+      this.legErrors.set(address, message);
+    }
+  }
+
   /** Closes the senders of redundant-leg networks no session uses any more. */
   private async closeUnusedLegSenders(): Promise<void> {
     const used = new Set([...this.announced.values()].map((a) => a.redundantOrigin));
@@ -229,7 +262,7 @@ export class Aes67Sessions {
   }
 
   private async socket(): Promise<{ address: string; socket: SapSender } | undefined> {
-    const iface = this.deps.findInterface(this.deps.config.interface);
+    const iface = this.findInterface(this.deps.config.interface);
     if (iface === undefined) {
       if (!this.warnedNoInterface) {
         this.warnedNoInterface = true;
@@ -292,10 +325,7 @@ export class Aes67Sessions {
     const sender = this.sender;
     if (sender === undefined) return;
     await sender.socket.send(announcement(session.sdp, session.hash, session.origin));
-    if (session.redundantOrigin !== null) {
-      const leg = await this.legSender(session.redundantOrigin);
-      await leg.send(announcement(session.sdp, session.hash, session.redundantOrigin));
-    }
+    if (session.redundantOrigin !== null) await this.sendOnLeg(session.redundantOrigin, announcement(session.sdp, session.hash, session.redundantOrigin));
     session.count += 1;
     session.sentAt = now;
   }
@@ -305,8 +335,9 @@ export class Aes67Sessions {
     const sender = this.sender;
     if (sender === undefined || session.count === 0) return;
     await sender.socket.send(deletion(session.sdp, session.hash, session.origin));
-    const leg = session.redundantOrigin === null ? undefined : this.legSenders.get(session.redundantOrigin);
-    await leg?.send(deletion(session.sdp, session.hash, session.redundantOrigin ?? session.origin));
+    if (session.redundantOrigin !== null && this.legSenders.has(session.redundantOrigin)) {
+      await this.sendOnLeg(session.redundantOrigin, deletion(session.sdp, session.hash, session.redundantOrigin));
+    }
     this.deps.log.info({ event: 'sap-deleted', pipeline_id: session.id, hash: session.hash }, `SAP deletion of ${session.id}'s session`);
   }
 }

@@ -154,3 +154,16 @@ void t.test('a redundant leg on the main interface, unicast or without an interf
   t.same(s.sent.map((m) => m.from), ['10.0.0.2', '10.0.0.2', '10.0.0.2', '10.0.0.2']);
   t.same(s.sessions.list().map((v) => v.redundant_origin), [null, null, null, null]);
 });
+
+void t.test("a leg's link down (its interface not listed): the SDP and the session stay", async (t) => {
+  const output = parsePipelineSpec({ ...EXAMPLE, output: { type: 'rtp', host: '239.69.1.1', port: 5004, redundant: { host: '239.69.2.1', interface: 'veth1' } } }).output;
+  const s = setup([{ id: 'pl_dup', name: 'Dup', output, live: true }]);
+  await s.sessions.refresh();
+  const saved = INTERFACES.veth1;
+  t.teardown(() => void (INTERFACES.veth1 = saved));
+  INTERFACES.veth1 = undefined;
+  s.advance(30_000);
+  await s.sessions.refresh();
+  t.same(s.sent.map((m) => [m.type, m.from]), [['announce', '10.0.0.2'], ['announce', '10.1.0.2'], ['announce', '10.0.0.2'], ['announce', '10.1.0.2']], 'no deletion, the same networks');
+  t.equal(new Set(s.sent.map((m) => m.payload)).size, 1, 'the same SDP');
+});
