@@ -30,8 +30,7 @@ const LEG_LABEL = { primary: 'Leg 1', redundant: 'Leg 2 (2022-7)' };
 function OutputLegs({ legs }) {
   if (!Array.isArray(legs) || (legs.length < 2 && !legs.some((l) => l.state === 'failed'))) return null;
   return legs.map((leg) => html`<div key=${leg.leg}><dt>${LEG_LABEL[leg.leg] ?? leg.leg}</dt>
-    <dd data-testid=${`leg-${leg.leg}`} class=${`leg leg-${leg.state}`}><span aria-hidden="true">${LEG_SYMBOL[leg.state] ?? '?'}</span> ${leg.state}
-      · ${leg.host}:${leg.port}${leg.interface ? ` on ${leg.interface}` : ''}${leg.error ? html` · <span class="leg-error">${leg.error}</span>` : ''}</dd></div>`);
+    <dd data-testid=${`leg-${leg.leg}`} class=${`leg leg-${leg.state}`}><span aria-hidden="true">${LEG_SYMBOL[leg.state] ?? '?'}</span> ${`${leg.state} · ${leg.host}:${leg.port}`}${leg.interface ? ` on ${leg.interface}` : ''}${leg.error ? html` · <span class="leg-error">${leg.error}</span>` : ''}</dd></div>`);
 }
 
 function secondsUntil(iso, now) {
