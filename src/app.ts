@@ -193,7 +193,8 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
     [...pipelines.entries(), ...stations.entries()].map(({ supervisor }) => supervisor.stats.clock?.outputRealtime);
   const health = new EngineHealth(VERSION, startedAt, () => checkGstreamer(gst), Date.now, () => pipelines.damaged(), () => capacity.overload(),
     () => realtimeRefused(outputRealtime(), readOwnProcess));
-  const metrics = createMetrics({ entries: () => [...pipelines.entries(), ...stations.entries()] }, VERSION, capacity, () => pipelines.damaged().length);
+  const supervised = { entries: () => [...pipelines.entries(), ...stations.entries()] };
+  const metrics = createMetrics(supervised, VERSION, capacity, () => pipelines.damaged().length, supervised);
   const streams = outputStreams(pipelines, stations);
   const { ptp, aes67 } = createAes67(config, log, streams);
   // NMOS: every pipeline, and the stations while they run.

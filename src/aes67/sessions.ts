@@ -9,6 +9,9 @@
  *   hash, then the new SDP under a new hash;
  * - gone (deleted, stopped): a deletion.
  * close() (engine shutdown) sends a deletion for every session before the children stop.
+ * An ST 2022-7 output whose redundant leg is a multicast group on another interface is announced
+ * on both networks: from aes67.interface and from the leg's interface (each SAP packet with its
+ * own origin address, the same two-leg SDP and hash), so a receiver on either network finds it.
  */
 import { isIPv4 } from 'node:net';
 import type { Logger } from 'pino';
@@ -52,6 +55,8 @@ export interface SessionView {
   message_id_hash: number;
   /** SAP origin (and SDP origin) address. */
   origin: string;
+  /** An ST 2022-7 output: the address it is also announced from on its redundant leg's network; null if not. */
+  redundant_origin: string | null;
   announcements: number;
   last_announced_at: string | null;
   sdp: string;
@@ -65,6 +70,8 @@ interface Announced {
   sdp: string;
   hash: number;
   origin: string;
+  /** Announced on the redundant leg's network too, from this address. */
+  redundantOrigin: string | null;
   count: number;
   sentAt: number | undefined;
   nextAt: number;
@@ -74,13 +81,31 @@ export class Aes67Sessions {
   private readonly versions = new Map<string, SdpVersion>();
   private readonly announced = new Map<string, Announced>();
   private sender: { address: string; socket: SapSender } | undefined;
+  /** Senders on the networks of redundant legs (by interface address), beside the main one. */
+  private readonly legSenders = new Map<string, SapSender>();
+  /** The last send error per redundant-leg network (logged once). */
+  private readonly legErrors = new Map<string, string>();
   private timer: NodeJS.Timeout | undefined;
   private work: Promise<void> = Promise.resolve();
   private closed = false;
   private warnedNoInterface = false;
   private lastError: string | undefined;
 
+  /** The last address seen on each interface: a link that is down drops out of the host's list, its address stays. */
+  private readonly knownInterfaces = new Map<string, SenderInterface>();
+
   constructor(private readonly deps: Aes67SessionsDeps) {}
+
+  /**
+   * The interface by name, or while it is not listed (its link is down: Node lists running
+   * interfaces only) the last seen: an SDP and its SAP session do not change when a leg's link
+   * goes down and comes back.
+   */
+  private findInterface(name: string): SenderInterface | undefined {
+    const found = this.deps.findInterface(name);
+    if (found !== undefined) this.knownInterfaces.set(name, found);
+    return found ?? this.knownInterfaces.get(name);
+  }
 
   /** The reference clock the SDPs name now. */
   refclk(iface: SenderInterface | undefined): RefClock {
@@ -95,7 +120,7 @@ export class Aes67Sessions {
   /** The SDP of one output, CRLF line ends; its version grows whenever the rest changes. */
   sdp(stream: Pick<StreamSource, 'id' | 'name' | 'output'>): string {
     const { output } = stream;
-    const iface = this.deps.findInterface(output.interface ?? this.deps.config.interface);
+    const iface = this.findInterface(output.interface ?? this.deps.config.interface);
     const described = {
       name: stream.name,
       destination: output.host,
@@ -123,7 +148,7 @@ export class Aes67Sessions {
   private secondLeg(output: RtpOutput): SdpLeg | undefined {
     const leg = output.redundant;
     if (leg === undefined) return undefined;
-    const iface = this.deps.findInterface(leg.interface ?? this.deps.config.interface);
+    const iface = this.findInterface(leg.interface ?? this.deps.config.interface);
     return {
       destination: leg.host,
       ttl: isMulticast(leg.host) ? output.ttl : undefined,
@@ -140,6 +165,7 @@ export class Aes67Sessions {
       port: a.port,
       message_id_hash: a.hash,
       origin: a.origin,
+      redundant_origin: a.redundantOrigin,
       announcements: a.count,
       last_announced_at: a.sentAt === undefined ? null : new Date(a.sentAt).toISOString(),
       sdp: a.sdp,
@@ -183,10 +209,60 @@ export class Aes67Sessions {
     for (const session of [...this.announced.values()]) await this.withdraw(session).catch(() => undefined);
     await this.sender?.socket.close();
     this.sender = undefined;
+    for (const socket of this.legSenders.values()) await socket.close();
+    this.legSenders.clear();
+  }
+
+  /**
+   * The address an output is also announced from: its redundant leg's interface, when the leg is
+   * an IPv4 multicast group on an interface with an IPv4 address other than the main sender's.
+   */
+  private redundantOrigin(output: RtpOutput, main: string): string | null {
+    const leg = output.redundant;
+    if (leg?.interface === undefined || !isIPv4(leg.host) || !isMulticast(leg.host)) return null;
+    const address = this.findInterface(leg.interface)?.address;
+    return address === undefined || address === main ? null : address;
+  }
+
+  private async legSender(address: string): Promise<SapSender> {
+    let socket = this.legSenders.get(address);
+    if (socket === undefined) {
+      socket = await this.deps.openSender(address, this.deps.config.sap_ttl);
+      this.legSenders.set(address, socket);
+      this.deps.log.info({ event: 'sap-sender', address, ttl: this.deps.config.sap_ttl }, `SAP announcements of redundant legs from ${address}`);
+    }
+    return socket;
+  }
+
+  /**
+   * Sends on a redundant leg's network. A failure there (its link is down: ENETUNREACH) is logged
+   * once per distinct error and does not hold up the announcements on the main network.
+   */
+  private async sendOnLeg(address: string, packet: Buffer): Promise<void> {
+    try {
+      await (await this.legSender(address)).send(packet);
+      this.legErrors.delete(address);
+    } catch (error) {
+      const message = (error as Error).message;
+      if (this.legErrors.get(address) !== message) {
+        this.deps.log.warn({ event: 'sap-failed', address, err: error }, `SAP announcement on the redundant leg's network (${address}) failed: ${message}`);
+      }
+      this.legErrors.set(address, message);
+    }
+  }
+
+  /** Closes the senders of redundant-leg networks no session uses any more. */
+  private async closeUnusedLegSenders(): Promise<void> {
+    const used = new Set([...this.announced.values()].map((a) => a.redundantOrigin));
+    for (const [address, socket] of [...this.legSenders]) {
+      if (used.has(address)) continue;
+      this.legSenders.delete(address);
+      await socket.close();
+    }
   }
 
   private async socket(): Promise<{ address: string; socket: SapSender } | undefined> {
-    const iface = this.deps.findInterface(this.deps.config.interface);
+    const iface = this.findInterface(this.deps.config.interface);
     if (iface === undefined) {
       if (!this.warnedNoInterface) {
         this.warnedNoInterface = true;
@@ -209,13 +285,15 @@ export class Aes67Sessions {
     for (const session of [...this.announced.values()]) {
       if (!wanted.some((s) => s.id === session.id)) await this.withdraw(session);
     }
+    await this.closeUnusedLegSenders();
     if (wanted.length === 0) return;
     const sender = await this.socket();
     if (sender === undefined) return;
     for (const stream of wanted) {
       const sdp = this.sdp(stream);
       const current = this.announced.get(stream.id);
-      if (current !== undefined && current.sdp === sdp && current.origin === sender.address) {
+      const redundantOrigin = this.redundantOrigin(stream.output, sender.address);
+      if (current !== undefined && current.sdp === sdp && current.origin === sender.address && current.redundantOrigin === redundantOrigin) {
         if (now >= current.nextAt) await this.send(current, now);
         continue;
       }
@@ -232,6 +310,7 @@ export class Aes67Sessions {
         sdp,
         hash,
         origin: sender.address,
+        redundantOrigin,
         count: 0,
         sentAt: undefined,
         nextAt: now,
@@ -246,6 +325,7 @@ export class Aes67Sessions {
     const sender = this.sender;
     if (sender === undefined) return;
     await sender.socket.send(announcement(session.sdp, session.hash, session.origin));
+    if (session.redundantOrigin !== null) await this.sendOnLeg(session.redundantOrigin, announcement(session.sdp, session.hash, session.redundantOrigin));
     session.count += 1;
     session.sentAt = now;
   }
@@ -255,6 +335,9 @@ export class Aes67Sessions {
     const sender = this.sender;
     if (sender === undefined || session.count === 0) return;
     await sender.socket.send(deletion(session.sdp, session.hash, session.origin));
+    if (session.redundantOrigin !== null && this.legSenders.has(session.redundantOrigin)) {
+      await this.sendOnLeg(session.redundantOrigin, deletion(session.sdp, session.hash, session.redundantOrigin));
+    }
     this.deps.log.info({ event: 'sap-deleted', pipeline_id: session.id, hash: session.hash }, `SAP deletion of ${session.id}'s session`);
   }
 }

@@ -243,15 +243,24 @@ function udpsink(output: PipelineSpec['output'], leg: { name: string; host: stri
   });
 }
 
+/** The udpsink of each output leg, by leg: what the statistics and the leg states read. */
+export const LEG_SINKS = { primary: 'out', redundant: 'out2' } as const;
+export type OutputLegName = keyof typeof LEG_SINKS;
+
+/** The leg a sink sends, or undefined for another element. */
+export function legOfSink(sink: string): OutputLegName | undefined {
+  return (Object.keys(LEG_SINKS) as OutputLegName[]).find((leg) => LEG_SINKS[leg] === sink);
+}
+
 /**
  * The output's sinks: one udpsink, or for an ST 2022-7 output a tee with a sink per leg, so
  * every packet (the same buffer: SSRC, sequence number, timestamp and payload) goes out on both.
  */
 function compileSinks(output: PipelineSpec['output'], stdin: boolean): string[] {
-  const primary = udpsink(output, { name: 'out', host: output.host, port: output.port, interface: output.interface }, stdin);
+  const primary = udpsink(output, { name: LEG_SINKS.primary, host: output.host, port: output.port, interface: output.interface }, stdin);
   const leg = output.redundant;
   if (leg === undefined) return primary;
-  const second = udpsink(output, { name: 'out2', host: leg.host, port: leg.port ?? output.port, interface: leg.interface }, false);
+  const second = udpsink(output, { name: LEG_SINKS.redundant, host: leg.host, port: leg.port ?? output.port, interface: leg.interface }, false);
   return [...element('tee', { name: 'legs' }), '!', ...primary, 'legs.', '!', ...second];
 }
 

@@ -86,5 +86,6 @@ export function pipelineToProto(view: PipelineView, sdp: string, warnings: strin
     input_state: view.input_state,
     clock: view.clock === null ? undefined : { ...view.clock, output_realtime: opt(view.clock.output_realtime), input_realtime: opt(view.clock.input_realtime) },
     version: view.version,
+    output_legs: view.output_legs.map((leg) => ({ ...leg, interface: opt(leg.interface), error: opt(leg.error) })),
   };
 }

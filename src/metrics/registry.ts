@@ -9,6 +9,7 @@ import type { HostCapacity } from '../capacity/host-capacity.js';
 import type { PipelineSupervisor } from '../supervisor/supervisor.js';
 import type { ChildState } from '../supervisor/state.js';
 import { registerPipelineMetrics } from './pipeline-metrics.js';
+import { registerOutputLegMetrics, type LegSource } from './output-leg-metrics.js';
 import { readProcessStats, type ProcessStats } from './process-stats.js';
 
 /**
@@ -30,6 +31,8 @@ export function createMetrics(
   version: string,
   capacity?: Pick<HostCapacity, 'headroomRatio' | 'overloaded' | 'pipeline'>,
   damagedRecords: DamagedRecordCount = () => 0,
+  /** The same pipelines with their outputs: the output legs' metric (absent: no such series). */
+  legs?: LegSource,
 ): Registry {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: 'audio_engine_' });
@@ -178,6 +181,7 @@ export function createMetrics(
 
   if (capacity !== undefined) registerCapacityMetrics(registry, pipelines, capacity);
   registerPipelineMetrics(registry, pipelines);
+  if (legs !== undefined) registerOutputLegMetrics(registry, legs);
   return registry;
 }
 

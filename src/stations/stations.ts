@@ -37,10 +37,10 @@ export class Stations {
   }
 
   /** For metrics: each station's supervisor under its pipeline id `station:<id>`. */
-  *entries(): IterableIterator<{ record: { id: string; spec: { input: { latency?: number } } }; supervisor: Station['supervisor'] }> {
+  *entries(): IterableIterator<{ record: { id: string; spec: { input: { latency?: number }; output: Station['config']['output'] } }; supervisor: Station['supervisor'] }> {
     for (const station of this.stations.values()) {
       const latency = station.config.harbor === 'srt' ? station.config.latency : undefined;
-      yield { record: { id: station.supervisor.id, spec: { input: { latency } } }, supervisor: station.supervisor };
+      yield { record: { id: station.supervisor.id, spec: { input: { latency }, output: station.config.output } }, supervisor: station.supervisor };
     }
   }
 

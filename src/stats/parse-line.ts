@@ -118,9 +118,34 @@ export interface ControlAckEvent {
   error?: string;
 }
 
-export type StatsEvent = LevelEvent | LoudnessEvent | PipelineStatsEvent | SrtAccessEvent | ClockBridgeEvent | ControlAckEvent;
+/**
+ * A send of a udpsink failed (GStreamer's `Error sending UDP packets` warning, one per failed
+ * send; the sink goes on): `client` is the destination ("239.69.2.1:5004"), `reason` the error
+ * ("Error sending message: Network is unreachable"). stats/output-legs.ts.
+ */
+export interface UdpSendWarningEvent {
+  kind: 'udp-send-warning';
+  element: string;
+  client: string;
+  reason: string;
+}
+
+export type StatsEvent = LevelEvent | LoudnessEvent | PipelineStatsEvent | SrtAccessEvent | ClockBridgeEvent | ControlAckEvent | UdpSendWarningEvent;
 
 const ELEMENT_MESSAGE = /^Got message #\d+ from element "([^"]+)" \(element\): (.*)$/;
+const WARNING_MESSAGE = /^Got message #\d+ from element "([^"]+)" \(warning\): (GstMessageWarning, .*)$/;
+/** The end of udpsink's debug text: "...GstUDPSink:out2:\nclient 239.69.2.1:5004, reason: Error sending message: ..." */
+const UDP_SEND_FAILED = /gstmultiudpsink\.c\(\d+\): gst_multiudpsink_send_messages \(\): .*client (\S+), reason: (.*)$/s;
+
+function udpSendWarning(line: string): UdpSendWarningEvent | undefined {
+  const match = WARNING_MESSAGE.exec(line);
+  if (match?.[1] === undefined || match[2] === undefined) return undefined;
+  const debug = parseStructure(match[2])?.fields.get('debug');
+  if (typeof debug !== 'string') return undefined;
+  const failed = UDP_SEND_FAILED.exec(debug);
+  if (failed?.[1] === undefined || failed[2] === undefined) return undefined;
+  return { kind: 'udp-send-warning', element: match[1], client: failed[1], reason: failed[2] };
+}
 
 const num = (s: GstStructure, field: string): number | undefined => {
   const v = s.fields.get(field);
@@ -164,7 +189,7 @@ const LOUDNESS_FIELDS = {
 
 export function parseLine(line: string): StatsEvent | undefined {
   const match = ELEMENT_MESSAGE.exec(line);
-  if (match?.[1] === undefined || match[2] === undefined) return undefined;
+  if (match?.[1] === undefined || match[2] === undefined) return udpSendWarning(line);
   const element = match[1];
   const structure = parseStructure(match[2]);
   if (structure === undefined) return undefined;

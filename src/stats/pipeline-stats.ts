@@ -199,6 +199,7 @@ export class PipelineStats {
         break;
       case 'srtaccess': // logged by the supervisor (stats/srt-callers.ts), no state here
       case 'enginecontrol': // answers the supervisor's control channel (supervisor/control-channel.ts)
+      case 'udp-send-warning': // the output legs' state (stats/output-legs.ts, kept by the supervisor)
         break;
       default: {
         const unknown: never = event;

@@ -27,6 +27,7 @@ import { newPipelineId, PIPELINE_ID } from '../store/ids.js';
 import type { PipelineRecord, PipelineStore } from '../store/pipeline-store.js';
 import type { ClockReport, InputReport } from '../stats/pipeline-stats.js';
 import type { PipelineSupervisor, RuntimeInfo, SupervisorDeps } from './supervisor.js';
+import { outputLegViews, type OutputLegView } from './output-legs-view.js';
 
 /** The state shown for a stored pipeline that the host has no room for yet. */
 export const WAITING_FOR_CAPACITY = 'waiting_for_capacity';
@@ -52,6 +53,8 @@ export interface PipelineView extends Omit<RuntimeInfo, 'state'>, InputReport, P
   clock: ClockReport | null;
   /** 1 at creation, +1 with every change: the ETag, and what If-Match compares. */
   version: number;
+  /** The output's legs (primary, and the ST 2022-7 redundant one) and whether each sends. */
+  output_legs: OutputLegView[];
 }
 
 /** A stored record that could not be read and was set aside (renamed), with the reason. */
@@ -372,6 +375,7 @@ export class PipelineRegistry {
       version: record.version ?? 1,
       ...runtime,
       ...(this.waiting.has(record.id) ? { state: WAITING_FOR_CAPACITY } : {}),
+      output_legs: outputLegViews(record.spec.output, managed.supervisor),
     };
   }
 }

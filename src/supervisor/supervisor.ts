@@ -12,8 +12,9 @@ import { parseLine, type ClockBridgeEvent, type SrtAccessEvent } from '../stats/
 import { describeUnderrun, underrunBetween } from '../stats/underruns.js';
 import { SrtCallerLog } from '../stats/srt-callers.js';
 import { PipelineStats } from '../stats/pipeline-stats.js';
+import { OutputLegs, SendWarningLines, type LegChange } from '../stats/output-legs.js';
 import { RingBuffer } from './ring-buffer.js';
-import { statsLayoutOf } from '../compiler/compile.js';
+import { legOfSink, statsLayoutOf } from '../compiler/compile.js';
 import { MIN_CLEAN_RUN_MS, transition, type Action, type ChildEvent, type ChildState, type Desired } from './state.js';
 
 export interface SupervisorDeps {
@@ -113,6 +114,10 @@ export class PipelineSupervisor {
   private readonly callers = new SrtCallerLog();
   /** Statistics of the pipeline: one object for its whole life, counters summed over its children. */
   readonly stats: PipelineStats;
+  /** The current child's output legs (its udpsinks): sending or failed (stats/output-legs.ts). */
+  readonly legs = new OutputLegs();
+  /** Drops the text lines of udpsink's send warnings (their bus messages are parsed). */
+  private warningLines = new SendWarningLines();
 
   private readonly label: string;
   /** The current child's control channel (with the `controlFd` option). */
@@ -314,6 +319,8 @@ export class PipelineSupervisor {
     const stats = this.stats;
     stats.childStarted();
     this.lastBridge = undefined; // a new child counts from 0
+    this.legs.childStarted();
+    this.warningLines = new SendWarningLines();
     const child = this.deps.launch({
       command: this.deps.command,
       args: this.args,
@@ -328,9 +335,12 @@ export class PipelineSupervisor {
           if (event?.kind === 'srtaccess') this.reportCaller(event);
           if (event?.kind === 'enginecontrol' && this.child === child) this.control?.onAck(event);
           if (event?.kind === 'clockbridge' && this.child === child) this.reportUnderruns(event);
+          if (event?.kind === 'udp-send-warning' && this.child === child) this.reportLeg(this.legs.onWarning(event));
+          if (event?.kind === 'pipelinestats' && this.child === child) for (const change of this.legs.onReport(event.output?.packets)) this.reportLeg(change);
           if (event !== undefined) stats.apply(event, this.deps.now());
           return;
         }
+        if (this.warningLines.swallow(line)) return;
         this.output.push(line);
         if (READY.test(line) && this.child === child) {
           this.stopReadyTimer();
@@ -367,6 +377,21 @@ export class PipelineSupervisor {
     if (report === undefined) return;
     this.log.warn({ event: 'underrun', ...report }, `${this.label}: ${describeUnderrun(report)}`);
     this.note(describeUnderrun(report));
+  }
+
+  /** An output leg failed (its sends fail; the child goes on) or sends again: the log and the output ring. */
+  private reportLeg(change: LegChange | undefined): void {
+    if (change === undefined) return;
+    const leg = legOfSink(change.sink) ?? change.sink;
+    const text = change.state === 'failed'
+      ? `output leg ${leg} failed: sending to ${change.client ?? '?'}: ${change.error ?? 'unknown reason'}`
+      : `output leg ${leg} is sending again`;
+    if (change.state === 'failed') {
+      this.log.warn({ event: 'output-leg-failed', leg, sink: change.sink, destination: change.client, error: change.error }, `${this.label}: ${text}`);
+    } else {
+      this.log.info({ event: 'output-leg-recovered', leg, sink: change.sink }, `${this.label}: ${text}`);
+    }
+    this.output.push(`${new Date(this.deps.now()).toISOString()} engine: ${text}`);
   }
 
   /** An SRT caller accepted or refused (by libsrt: wrong or missing passphrase): the log and the output ring. */

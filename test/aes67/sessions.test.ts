@@ -14,19 +14,24 @@ import { EXAMPLE } from '../fixtures/example.js';
 
 const LOCKED: PtpStatus = { state: 'locked', grandmaster_id: '1E-C2-9E-FF-FE-22-5E-6A', domain: 0, offset_seconds: 0, port_states: ['MASTER'], clock_id: '1E-C2-9E-FF-FE-22-5E-6A' };
 
+const INTERFACES: Record<string, { name: string; address: string; mac: string } | undefined> = {
+  veth0: { name: 'veth0', address: '10.0.0.2', mac: '92:8a:8b:50:c0:93' },
+  veth1: { name: 'veth1', address: '10.1.0.2', mac: '92:8a:8b:50:c0:94' },
+};
+
 function setup(streams: StreamSource[], config: Record<string, unknown> = {}) {
   let now = 1_700_000_000_000;
   let ptp = LOCKED;
-  const sent: SapMessage[] = [];
+  const sent: (SapMessage & { from: string })[] = [];
   let opened = 0;
   const sessions = new Aes67Sessions({
     config: checkConfig({ aes67: { interface: 'veth0', ...config } }, 'c.toml').aes67,
     streams: () => streams,
     ptp: () => ptp,
-    findInterface: (name) => (name === 'veth0' ? { name, address: '10.0.0.2', mac: '92:8a:8b:50:c0:93' } : undefined),
-    openSender: async () => {
+    findInterface: (name) => INTERFACES[name],
+    openSender: async (address) => {
       opened += 1;
-      return { send: async (packet) => void sent.push(decodeSap(packet)), close: async () => undefined };
+      return { send: async (packet) => void sent.push({ ...decodeSap(packet), from: address }), close: async () => undefined };
     },
     log: pino({ level: 'silent' }),
     now: () => now,
@@ -117,4 +122,48 @@ void t.test('no IPv4 on the configured interface: SAP waits, the SDP names 127.0
   await s.sessions.refresh();
   t.same(s.sent, []);
   t.match(s.sessions.sdp(stream('pl_a', '239.69.1.1')), /^o=- \d+ \d+ IN IP4 127\.0\.0\.1\r\n/m);
+});
+
+void t.test('an ST 2022-7 output is announced on both networks: the two-leg SDP from each interface', async (t) => {
+  const output = parsePipelineSpec({ ...EXAMPLE, output: { type: 'rtp', host: '239.69.1.1', port: 5004, redundant: { host: '239.69.2.1', interface: 'veth1' } } }).output;
+  const s = setup([{ id: 'pl_dup', name: 'Dup', output, live: true }]);
+  await s.sessions.refresh();
+  t.same(s.sent.map((m) => [m.type, m.origin, m.from]), [['announce', '10.0.0.2', '10.0.0.2'], ['announce', '10.1.0.2', '10.1.0.2']], 'one per network, each from and naming its own address');
+  t.equal(s.sent[0]?.payload, s.sent[1]?.payload, 'the same SDP');
+  t.equal(s.sent[0]?.hash, s.sent[1]?.hash, 'the same hash');
+  t.match(s.sent[0]?.payload, /a=group:DUP primary secondary\r\n/);
+  t.match(s.sent[0]?.payload, /a=source-filter: incl IN IP4 239\.69\.2\.1 10\.1\.0\.2\r\n/);
+  t.same(s.sessions.list().map((v) => [v.origin, v.redundant_origin]), [['10.0.0.2', '10.1.0.2']]);
+  t.equal(s.opened(), 2, 'a socket per network');
+  s.advance(30_000);
+  await s.sessions.refresh();
+  t.equal(s.sent.length, 4, 'repeated on both');
+  await s.sessions.close();
+  t.same(s.sent.slice(4).map((m) => [m.type, m.from]), [['delete', '10.0.0.2'], ['delete', '10.1.0.2']], 'deleted on both');
+});
+
+void t.test('a redundant leg on the main interface, unicast or without an interface: announced once', async (t) => {
+  const outputs = [
+    { host: '239.69.2.1', interface: 'veth0' },
+    { host: '10.1.0.9', interface: 'veth1' },
+    { host: '239.69.2.1' },
+    { host: '239.69.2.1', interface: 'nosuch' },
+  ].map((redundant, i) => ({ id: `pl_${i}`, name: `n${i}`, output: parsePipelineSpec({ ...EXAMPLE, output: { type: 'rtp', host: '239.69.1.1', port: 5004, interface: 'veth1', redundant } }).output, live: true }));
+  const s = setup(outputs);
+  await s.sessions.refresh();
+  t.same(s.sent.map((m) => m.from), ['10.0.0.2', '10.0.0.2', '10.0.0.2', '10.0.0.2']);
+  t.same(s.sessions.list().map((v) => v.redundant_origin), [null, null, null, null]);
+});
+
+void t.test("a leg's link down (its interface not listed): the SDP and the session stay", async (t) => {
+  const output = parsePipelineSpec({ ...EXAMPLE, output: { type: 'rtp', host: '239.69.1.1', port: 5004, redundant: { host: '239.69.2.1', interface: 'veth1' } } }).output;
+  const s = setup([{ id: 'pl_dup', name: 'Dup', output, live: true }]);
+  await s.sessions.refresh();
+  const saved = INTERFACES.veth1;
+  t.teardown(() => void (INTERFACES.veth1 = saved));
+  INTERFACES.veth1 = undefined;
+  s.advance(30_000);
+  await s.sessions.refresh();
+  t.same(s.sent.map((m) => [m.type, m.from]), [['announce', '10.0.0.2'], ['announce', '10.1.0.2'], ['announce', '10.0.0.2'], ['announce', '10.1.0.2']], 'no deletion, the same networks');
+  t.equal(new Set(s.sent.map((m) => m.payload)).size, 1, 'the same SDP');
 });

@@ -213,6 +213,16 @@ void t.test('from the page: create (a refusal names the field) and delete a pipe
   const sender = sendSine({ port: srtPort, amplitude: 0.1, frequency: 1000, seconds: 20 });
   t.teardown(() => sender.stop());
   t.ok(await rtp.waitForPackets(2000, 20_000), 'the pipeline made on the page sends RTP');
+  // An ST 2022-7 leg added: the tile shows both legs and their state.
+  const second = await RtpReceiver.open();
+  t.teardown(() => second.close());
+  const patched = await api(engine, 'PATCH', `/api/v1/pipelines/${id}`, { output: { redundant: { host: '127.0.0.1', port: second.port } } });
+  t.equal(patched.status, 200, 'a redundant leg added');
+  t.ok(await second.waitForPackets(500, 20_000), 'the second leg sends');
+  const leg2 = tile.locator('[data-testid="leg-redundant"]');
+  await eventually(async () => ((await leg2.textContent())?.includes('sending') === true ? true : undefined), 15_000, 'the tile to show the second leg sending');
+  t.match(await leg2.textContent(), new RegExp(`sending · 127\\.0\\.0\\.1:${second.port}`), 'the second leg: state and destination, in words');
+  t.match(await tile.locator('[data-testid="leg-primary"]').textContent(), new RegExp(`sending · 127\\.0\\.0\\.1:${rtp.port}`));
   sender.stop();
 
   await tile.locator('button', { hasText: 'Delete…' }).click();

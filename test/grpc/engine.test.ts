@@ -61,6 +61,7 @@ void t.test('gRPC without auth', async (t) => {
     t.equal(created.restarts, 0);
     t.type(created.pid, 'number');
     t.match(created.state, /^(starting|running)$/);
+    t.same(created.output_legs, [{ leg: 'primary', host: '127.0.0.1', port: 5004, state: created.state === 'running' ? 'sending' : 'idle' }], 'one leg, no interface, no error');
 
     const second = await client.create({ ...createRequest(await freeUdpPort()), name: 'Second' });
     const list = await client.list();

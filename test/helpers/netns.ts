@@ -86,3 +86,48 @@ export function nsApi<T = unknown>(ns: string, method: string, url: string, body
   if (contentType.includes('json') && text !== '') parsed = JSON.parse(text);
   return { status: Number(code), body: parsed as T, text, contentType };
 }
+
+export interface DualNetwork {
+  /** The engine's namespace and its two interfaces: legs[0] on network 1, legs[1] on network 2. */
+  a: { ns: string; legs: { ifname: string; address: string }[] };
+  /** The receivers' namespace, an interface on each network. */
+  b: { ns: string; legs: { ifname: string; address: string }[] };
+}
+
+/**
+ * Two namespaces joined by two veth pairs: two independent networks (ST 2022-7's two legs), each
+ * its own /24. No multicast route: senders and receivers name their interface. Removed in the
+ * teardown like createNetnsPair's.
+ */
+export function createDualNetwork(t: Test, tag: string): DualNetwork {
+  const id = `${tag}${process.pid % 100000}`;
+  const subnet = (n: number) => `10.${100 + (process.pid % 100)}.${(Math.floor(Math.random() * 120) * 2 + n) % 250}`;
+  const nets = [subnet(0), subnet(1)];
+  const a = { ns: `${id}a`, legs: nets.map((net, i) => ({ ifname: `${id}a${i + 1}`.slice(0, 15), address: `${net}.1` })) };
+  const b = { ns: `${id}b`, legs: nets.map((net, i) => ({ ifname: `${id}b${i + 1}`.slice(0, 15), address: `${net}.2` })) };
+  t.teardown(() => {
+    for (const side of [a, b]) {
+      killNamespaceProcesses(side.ns);
+      spawnSync('ip', ['netns', 'del', side.ns]);
+    }
+  });
+  ip('netns', 'add', a.ns);
+  ip('netns', 'add', b.ns);
+  nets.forEach((_, i) => {
+    const [ea, eb] = [a.legs[i], b.legs[i]];
+    if (ea === undefined || eb === undefined) return;
+    ip('link', 'add', ea.ifname, 'type', 'veth', 'peer', 'name', eb.ifname);
+    for (const [side, end] of [[a, ea], [b, eb]] as const) {
+      ip('link', 'set', end.ifname, 'netns', side.ns);
+      ip('-n', side.ns, 'addr', 'add', `${end.address}/24`, 'dev', end.ifname);
+      ip('-n', side.ns, 'link', 'set', end.ifname, 'up');
+    }
+  });
+  for (const side of [a, b]) ip('-n', side.ns, 'link', 'set', 'lo', 'up');
+  return { a, b };
+}
+
+/** Takes an interface of a namespace down or up (`ip link set`). */
+export function setLink(ns: string, ifname: string, state: 'up' | 'down'): void {
+  ip('-n', ns, 'link', 'set', ifname, state);
+}

@@ -17,8 +17,21 @@ const STATE_SYMBOL = { running: '●', starting: '◐', backoff: '↻', failed: 
 const KNOWN = new Set([
   'id', 'name', 'status', 'state', 'pid', 'restarts', 'last_error', 'exit_code', 'exit_signal', 'state_since', 'next_retry_at',
   'created_at', 'input', 'processing', 'output', 'input_state', 'silence_seconds', 'srt_connected', 'number', 'harbor',
-  'harbor_port', 'latency', 'autostart', 'enabled', 'source',
+  'harbor_port', 'latency', 'autostart', 'enabled', 'source', 'output_legs',
 ]);
+
+const LEG_SYMBOL = { sending: '●', failed: '✖', idle: '■' };
+const LEG_LABEL = { primary: 'Leg 1', redundant: 'Leg 2 (2022-7)' };
+
+/**
+ * The output's legs, each with its destination, interface and state: shown for an ST 2022-7
+ * output (two legs) and for any leg that failed (its sends fail while the child goes on).
+ */
+function OutputLegs({ legs }) {
+  if (!Array.isArray(legs) || (legs.length < 2 && !legs.some((l) => l.state === 'failed'))) return null;
+  return legs.map((leg) => html`<div key=${leg.leg}><dt>${LEG_LABEL[leg.leg] ?? leg.leg}</dt>
+    <dd data-testid=${`leg-${leg.leg}`} class=${`leg leg-${leg.state}`}><span aria-hidden="true">${LEG_SYMBOL[leg.state] ?? '?'}</span> ${`${leg.state} · ${leg.host}:${leg.port}`}${leg.interface ? ` on ${leg.interface}` : ''}${leg.error ? html` · <span class="leg-error">${leg.error}</span>` : ''}</dd></div>`);
+}
 
 function secondsUntil(iso, now) {
   if (typeof iso !== 'string') return null;
@@ -62,6 +75,7 @@ function InputLine({ tile }) {
     <div><dt>Input</dt><dd data-testid="input-state">${v.input_state ?? '–'}${typeof v.silence_seconds === 'number' && v.silence_seconds > 0 ? ` · silent ${Math.round(v.silence_seconds)} s` : ''}</dd></div>
     <div><dt>${kind}</dt><dd>:${port ?? '–'}${srt && srt.connected ? html` · RTT ${fmt(srt.rttMs)} ms · loss ${lost} (${total > 0 ? fmt((100 * lost) / total, 2) : '0.00'} %) · ${fmt(srt.receiveRateMbps, 2)} Mb/s` : v.source ? ` · ${v.source.peer ?? 'source connected'}` : ' · no caller'}</dd></div>
     <div><dt>Output</dt><dd>${v.output?.host ?? '–'}:${v.output?.port ?? '–'} · ${tile.transport?.output_packets_per_s ?? '–'} pkt/s</dd></div>
+    <${OutputLegs} legs=${v.output_legs} />
     ${typeof tile.transport?.buffer_fill === 'number' && html`<div><dt>Buffer</dt><dd>${Math.round(tile.transport.buffer_fill * 100)} %</dd></div>`}
     ${Object.entries(v).filter(([k, x]) => !KNOWN.has(k) && x !== null && ['string', 'number', 'boolean'].includes(typeof x)).map(([k, x]) =>
       html`<div key=${k}><dt>${k.replace(/_/g, ' ')}</dt><dd>${String(x)}</dd></div>`)}

@@ -303,6 +303,27 @@ export interface Pipeline {
     | undefined;
   /** 1 at creation, +1 with every change (UpdatePipelineRequest.if_version). */
   version: number;
+  /** The output's legs: the primary, and the ST 2022-7 redundant one when the output has it. */
+  output_legs: OutputLeg[];
+}
+
+/** One leg of a pipeline's output (docs/aes67.md, "A failed leg"). */
+export interface OutputLeg {
+  /** "primary" or "redundant". */
+  leg: string;
+  host: string;
+  port: number;
+  /** The leg's interface; absent: the system's choice (the primary without output.interface). */
+  interface?:
+    | string
+    | undefined;
+  /**
+   * "sending"; "failed" (its sends fail, e.g. its link is down; the child goes on with the other
+   * leg); "idle" (no child runs).
+   */
+  state: string;
+  /** Why it failed ("Error sending message: Network is unreachable"); absent unless failed. */
+  error?: string | undefined;
 }
 
 /** The pipeline's clock bridge: the crossing from the sender's clock to the output clock. */
@@ -1419,6 +1440,7 @@ function createBasePipeline(): Pipeline {
     input_state: "",
     clock: undefined,
     version: 0,
+    output_legs: [],
   };
 }
 
@@ -1492,6 +1514,9 @@ export const Pipeline: MessageFns<Pipeline> = {
     }
     if (message.version !== 0) {
       writer.uint32(184).uint32(message.version);
+    }
+    for (const v of message.output_legs) {
+      OutputLeg.encode(v!, writer.uint32(322).fork()).join();
     }
     return writer;
   },
@@ -1693,6 +1718,14 @@ export const Pipeline: MessageFns<Pipeline> = {
             message.version = reader.uint32();
             continue;
           }
+          case 40: {
+            if (tag !== 322) {
+              break;
+            }
+
+            message.output_legs.push(OutputLeg.decode(reader, reader.uint32()));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1739,6 +1772,122 @@ export const Pipeline: MessageFns<Pipeline> = {
       ? PipelineClock.fromPartial(object.clock)
       : undefined;
     message.version = object.version ?? 0;
+    message.output_legs = object.output_legs?.map((e) => OutputLeg.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseOutputLeg(): OutputLeg {
+  return { leg: "", host: "", port: 0, interface: undefined, state: "", error: undefined };
+}
+
+export const OutputLeg: MessageFns<OutputLeg> = {
+  encode(message: OutputLeg, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.leg !== "") {
+      writer.uint32(10).string(message.leg);
+    }
+    if (message.host !== "") {
+      writer.uint32(18).string(message.host);
+    }
+    if (message.port !== 0) {
+      writer.uint32(24).int32(message.port);
+    }
+    if (message.interface !== undefined) {
+      writer.uint32(34).string(message.interface);
+    }
+    if (message.state !== "") {
+      writer.uint32(42).string(message.state);
+    }
+    if (message.error !== undefined) {
+      writer.uint32(50).string(message.error);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): OutputLeg {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseOutputLeg();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.leg = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.host = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.port = reader.int32();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.interface = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.state = reader.string();
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.error = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<OutputLeg>, I>>(base?: I): OutputLeg {
+    return OutputLeg.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<OutputLeg>, I>>(object: I): OutputLeg {
+    const message = createBaseOutputLeg();
+    message.leg = object.leg ?? "";
+    message.host = object.host ?? "";
+    message.port = object.port ?? 0;
+    message.interface = object.interface ?? undefined;
+    message.state = object.state ?? "";
+    message.error = object.error ?? undefined;
     return message;
   },
 };
