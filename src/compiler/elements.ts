@@ -66,6 +66,13 @@ export const ELEMENTS = {
     interval: int(10_000_000, I64_NS),
     channels: int(1, 8),
     'pace-input': bool,
+    // Failover between main, the backup pad and a fallback (docs/failover.md); ns, dBFS.
+    'failover-loss': int(50_000_000, 10_000_000_000),
+    'failover-silence-level': num(-90, 0, 2),
+    'failover-silence': int(1_000_000_000, 600_000_000_000),
+    'failover-return': int(0, 600_000_000_000),
+    'fallback-on-silence': bool,
+    select: { kind: 'enum', values: ['auto', 'main', 'backup', 'fallback'] },
   },
   level: { name, interval: int(10_000_000, I64_NS), 'post-messages': bool },
   pipelinestats: { name, interval: int(10_000_000, I64_NS), source: name, payloader: name, sink: name },

@@ -116,10 +116,24 @@ export const PRIORITIES = ['high', 'normal'] as const;
 export type Priority = (typeof PRIORITIES)[number];
 export const PriorityField = Type.Unsafe<Priority>({ type: 'string', enum: [...PRIORITIES], default: 'normal' });
 
+/** When the clock bridge switches between main, backup and fallback (docs/failover.md). */
+export const FailoverPolicy = Type.Object(
+  {
+    silence_dbfs: Type.Number({ minimum: -90, maximum: 0, default: -50, description: 'short-term level below which an input is silent, dBFS' }),
+    silence_s: Type.Number({ minimum: 1, maximum: 600, default: 10, description: 'silence on main this long switches to a not silent backup, s' }),
+    loss_ms: Type.Integer({ minimum: 50, maximum: 10000, default: 300, description: 'no audio from the input on air this long switches, ms' }),
+    return_s: Type.Number({ minimum: 0, maximum: 600, default: 10, description: 'main healthy this long switches back to it, s' }),
+    fallback_on_silence: Type.Boolean({ default: false, description: 'both inputs silent past silence_s: play the fallback' }),
+  },
+  strict,
+);
+
 export const PipelineSpec = Type.Object(
   {
     name: Type.String({ minLength: 1, maxLength: 128, pattern: '^[^\\p{C}]*$' }),
     input: SrtInput,
+    backup: Type.Optional(SrtInput),
+    failover: Type.Optional(FailoverPolicy),
     processing: Type.Array(ProcessingStep, { maxItems: 32, default: [] }),
     output: RtpOutput,
     priority: PriorityField,
@@ -129,6 +143,7 @@ export const PipelineSpec = Type.Object(
 
 export type PipelineSpec = Static<typeof PipelineSpec>;
 export type SrtInput = Static<typeof SrtInput>;
+export type FailoverPolicy = Static<typeof FailoverPolicy>;
 export type RtpOutput = Static<typeof RtpOutput>;
 export type RedundantLeg = Static<typeof RedundantLeg>;
 export type ProcessingStep = Static<typeof ProcessingStep>;

@@ -149,6 +149,13 @@ export function parsePipelineSpec(input: unknown, style: PathStyle = REST_BODY):
   const spec = pipelineSpec.parse(input, style);
   // A default that depends on another field, which JSON Schema defaults cannot say.
   if (spec.input.passphrase !== undefined) spec.input.pbkeylen ??= DEFAULT_PBKEYLEN;
+  if (spec.backup?.passphrase !== undefined) spec.backup.pbkeylen ??= DEFAULT_PBKEYLEN;
+  if (spec.backup !== undefined && spec.backup.port === spec.input.port) {
+    throw new ValidationError(`${joinPath(style, ['backup', 'port'])} must differ from ${joinPath(style, ['input', 'port'])} (${spec.input.port})`, ['backup', 'port']);
+  }
+  if (spec.failover !== undefined && spec.backup === undefined) {
+    throw new ValidationError(`${joinPath(style, ['failover'])} is only allowed with ${joinPath(style, ['backup'])}`, ['failover']);
+  }
   checkRtpOutput(spec.output, (name) => joinPath(style, ['output', name]));
   checkRedundantLeg(spec.output, joinPath(style, ['output', 'redundant', 'host']));
   return spec;

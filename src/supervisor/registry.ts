@@ -27,7 +27,8 @@ import { redactInput, type SrtInputView } from '../spec/redact.js';
 import type { PipelineSpec } from '../spec/schema.js';
 import { newPipelineId, PIPELINE_ID } from '../store/ids.js';
 import type { PipelineRecord, PipelineStore } from '../store/pipeline-store.js';
-import type { ClockReport, InputReport } from '../stats/pipeline-stats.js';
+import type { ClockReport, FailoverView, InputReport } from '../stats/pipeline-stats.js';
+import type { Selection } from '../stats/parse-line.js';
 import { PipelineSupervisor, type RuntimeInfo, type SupervisorDeps } from './supervisor.js';
 
 /** The state shown for a stored pipeline that the host has no room for yet. */
@@ -38,7 +39,7 @@ const WAITING_RETRY_MS = 2000;
 export type PipelineStatus = 'active' | 'failed';
 
 /** A pipeline as clients see it: the record, the status and its child's runtime facts. */
-export interface PipelineView extends Omit<RuntimeInfo, 'state'>, InputReport, PipelineCapacity {
+export interface PipelineView extends Omit<RuntimeInfo, 'state'>, InputReport, PipelineCapacity, FailoverView {
   /** The child's state, or `waiting_for_capacity` (restored, no room yet). */
   state: RuntimeInfo['state'] | typeof WAITING_FOR_CAPACITY;
   id: string;
@@ -47,6 +48,12 @@ export interface PipelineView extends Omit<RuntimeInfo, 'state'>, InputReport, P
   created_at: string;
   /** The input with its passphrase shown as "set". */
   input: SrtInputView;
+  /** The backup input (passphrase shown as "set"); absent without one. */
+  backup?: SrtInputView;
+  /** The failover policy as given (defaults filled); absent without a backup. */
+  failover?: PipelineSpec['failover'];
+  /** What the bridge follows: `auto` (the policy) or a forced input; the child's report, `auto` before it. */
+  selection: Selection;
   processing: PipelineSpec['processing'];
   output: PipelineSpec['output'];
   priority: PipelineSpec['priority'];
@@ -89,6 +96,11 @@ export interface RegistryOptions {
   now: () => Date;
   /** Admission control (capacity/): every start is admitted at its shape's full cost. */
   capacity?: Pick<HostCapacity, 'admit' | 'readmit' | 'tryAdmit' | 'attach' | 'release' | 'pipeline' | 'niceIncrement'>;
+}
+
+/** The UDP ports a pipeline's SRT listeners bind, each with the field that names it. */
+function inputPorts(spec: PipelineSpec): [string, number][] {
+  return spec.backup === undefined ? [['input.port', spec.input.port]] : [['input.port', spec.input.port], ['backup.port', spec.backup.port]];
 }
 
 export class PipelineRegistry {
@@ -162,14 +174,15 @@ export class PipelineRegistry {
     if (this.pipelines.size + this.claiming.size >= this.options.maxPipelines) {
       throw new LimitError(`the engine runs at most ${this.options.maxPipelines} pipelines (engine.max_pipelines)`);
     }
-    const port = spec.input.port;
-    this.checkPortAmongOwn(port);
+    const ports = inputPorts(spec);
+    for (const [field, port] of ports) this.checkPortAmongOwn(port, field);
     const id = newPipelineId();
-    this.claiming.set(port, id);
+    for (const [, port] of ports) this.claiming.set(port, id);
     try {
-      const probe = await this.options.probePort(port);
-      if (probe !== 'free') {
-        throw new PortInUseError(port, `input.port ${port} is already in use by another process`);
+      for (const [field, port] of ports) {
+        if ((await this.options.probePort(port)) !== 'free') {
+          throw new PortInUseError(port, `${field} ${port} is already in use by another process`);
+        }
       }
       this.options.capacity?.admit(id, spec.processing); // refused: nothing stored or started
       const record: PipelineRecord = {
@@ -183,7 +196,7 @@ export class PipelineRegistry {
       } catch (error) {
         this.options.capacity?.release(id);
         // StorageError: the store left nothing behind; the port claim ends below.
-        if (error instanceof StorageError) this.options.log.error({ event: 'store-failed', errno: error.errno, pipeline_id: id, port }, `pipeline not created: ${error.message}`);
+        if (error instanceof StorageError) this.options.log.error({ event: 'store-failed', errno: error.errno, pipeline_id: id, port: spec.input.port }, `pipeline not created: ${error.message}`);
         throw error;
       }
       const pipeline = this.addPipeline(record);
@@ -191,7 +204,7 @@ export class PipelineRegistry {
       else this.admittedWhileHeld.add(id);
       return this.view(pipeline);
     } finally {
-      this.claiming.delete(port);
+      for (const [, port] of ports) this.claiming.delete(port);
     }
   }
 
@@ -246,7 +259,8 @@ export class PipelineRegistry {
     const args = compilePipeline(spec, this.options.compile);
     const secrets = compileSecrets(spec);
     if (plan.kind === 'restart') {
-      if (spec.input.port !== record.spec.input.port) await this.checkNewPort(spec.input.port, id);
+      const old = new Set(inputPorts(record.spec).map(([, port]) => port));
+      for (const [field, port] of inputPorts(spec)) if (!old.has(port)) await this.checkNewPort(port, field, id);
       // Held (the engine is starting, or the host had no room yet): the new values wait for its start.
       const held = supervisor.snapshot().state === 'pending';
       if (!held) this.options.capacity?.readmit(id, spec.processing); // refused: nothing changes
@@ -325,24 +339,25 @@ export class PipelineRegistry {
     return pipeline;
   }
 
-  /** A changed input port: free among ours and on the host (the pipeline's own old port aside). */
-  private async checkNewPort(port: number, self: string): Promise<void> {
-    this.checkPortAmongOwn(port, self);
+  /** A changed input port: free among ours and on the host (the pipeline's own old ports aside). */
+  private async checkNewPort(port: number, field: string, self: string): Promise<void> {
+    this.checkPortAmongOwn(port, field, self);
     if ((await this.options.probePort(port)) !== 'free') {
-      throw new PortInUseError(port, `input.port ${port} is already in use by another process`);
+      throw new PortInUseError(port, `${field} ${port} is already in use by another process`);
     }
   }
 
-  private checkPortAmongOwn(port: number, self?: string): void {
+  /** `field` (input.port, backup.port) names the port in the error; every input port of every other pipeline counts. */
+  private checkPortAmongOwn(port: number, field: string, self?: string): void {
     const reserved = this.options.reservedPorts.get(port);
-    if (reserved !== undefined) throw new PortInUseError(port, `input.port ${port} is already in use by ${reserved}`);
+    if (reserved !== undefined) throw new PortInUseError(port, `${field} ${port} is already in use by ${reserved}`);
     for (const { record } of this.pipelines.values()) {
-      if (record.id !== self && record.spec.input.port === port) {
-        throw new PortInUseError(port, `input.port ${port} is already in use by pipeline ${record.id}`);
+      if (record.id !== self && inputPorts(record.spec).some(([, p]) => p === port)) {
+        throw new PortInUseError(port, `${field} ${port} is already in use by pipeline ${record.id}`);
       }
     }
     const other = this.claiming.get(port);
-    if (other !== undefined) throw new PortInUseError(port, `input.port ${port} is already in use by pipeline ${other}`);
+    if (other !== undefined) throw new PortInUseError(port, `${field} ${port} is already in use by pipeline ${other}`);
   }
 
   /** The one place a pipeline gets its supervisor, held (`pending`) until it is admitted and started. */
@@ -398,6 +413,10 @@ export class PipelineRegistry {
       status: runtime.state === 'failed' ? 'failed' : 'active',
       created_at: record.created_at,
       input: redactInput(record.spec.input),
+      ...(record.spec.backup === undefined ? {} : { backup: redactInput(record.spec.backup) }),
+      ...(record.spec.failover === undefined ? {} : { failover: record.spec.failover }),
+      ...supervisor.stats.failoverView(),
+      selection: supervisor.stats.reportedSelection() ?? 'auto',
       processing: record.spec.processing,
       output: record.spec.output,
       priority: record.spec.priority,
