@@ -56,8 +56,15 @@ export interface CompilableSpec {
   input: PipelineSpec['input'] | StdinInput;
   /** A second SRT input on the bridge's `backup` pad, decoding all the time (hot standby). */
   backup?: PipelineSpec['backup'];
-  /** When the bridge switches (defaults filled by the validator); only compiled with a backup. */
+  /** The fallback file as the user gave it (compared by the update plan; the child reads `fallbackFile`). */
+  fallback?: PipelineSpec['fallback'];
+  /** When the bridge switches (defaults filled by the validator); only compiled with a backup or fallback. */
   failover?: PipelineSpec['failover'];
+  /**
+   * The engine's decoded copy of `fallback` (raw F32LE, 48 kHz, the output's channels) in its state
+   * dir: the bridge's `fallback-file` (supervisor/fallback-cache.ts). Not part of the user's spec.
+   */
+  fallbackFile?: string;
   processing: PipelineSpec['processing'];
   output: PipelineSpec['output'];
 }
@@ -202,10 +209,13 @@ export function bridgeFailoverProperties(policy: PipelineSpec['failover'] = DEFA
   };
 }
 
-/** The bridge's failover properties: only with a backup and a policy (a graph without one reads as before). */
-function failoverProperties(spec: CompilableSpec): ReturnType<typeof bridgeFailoverProperties> | Record<string, never> {
-  if (spec.backup === undefined || spec.failover === undefined) return {};
-  return bridgeFailoverProperties(spec.failover);
+/**
+ * The bridge's failover properties: the policy only with a backup or a fallback and a policy, the
+ * fallback's decoded copy when there is one (a graph without either reads as before).
+ */
+function failoverProperties(spec: CompilableSpec): Partial<ReturnType<typeof bridgeFailoverProperties> & { 'fallback-file': string }> {
+  const policy = (spec.backup === undefined && spec.fallback === undefined) || spec.failover === undefined ? {} : bridgeFailoverProperties(spec.failover);
+  return spec.fallbackFile === undefined ? policy : { 'fallback-file': spec.fallbackFile, ...policy };
 }
 
 /**

@@ -55,7 +55,7 @@ function stepAssignments(prev: ProcessingStep, next: ProcessingStep, index: numb
 
 /** The bridge's failover properties a policy change sets live (a policy removed: the defaults). */
 export function failoverAssignments(prev: CompilableSpec, next: CompilableSpec): Assignment[] {
-  if (next.backup === undefined || same(prev.failover ?? null, next.failover ?? null)) return [];
+  if ((next.backup === undefined && next.fallback === undefined) || same(prev.failover ?? null, next.failover ?? null)) return [];
   const before = bridgeFailoverProperties(prev.failover);
   const after = bridgeFailoverProperties(next.failover);
   const types = ELEMENTS.clockbridge;
@@ -78,6 +78,7 @@ export function planUpdate(prev: CompilableSpec, next: CompilableSpec): UpdatePl
   const reasons: string[] = [];
   if (!sameObject(prev.input, next.input)) reasons.push('input');
   if (!same(prev.backup ?? null, next.backup ?? null)) reasons.push('backup');
+  if (!same(prev.fallback ?? null, next.fallback ?? null)) reasons.push('fallback');
   if (!sameObject(prev.output, next.output)) reasons.push('output');
   if (prev.processing.length !== next.processing.length) reasons.push('processing steps added or removed');
   else if (prev.processing.some((step, i) => step.plugin !== next.processing[i]?.plugin)) reasons.push('processing steps reordered or replaced');

@@ -84,6 +84,7 @@ export function pipelineToProto(view: PipelineView, sdp: string, warnings: strin
     version: view.version,
     backup: view.backup === undefined ? undefined : inputToProto(view.backup),
     failover: view.failover,
+    fallback: view.fallback,
     active_input: opt(view.active_input),
     selection: view.selection,
     inputs: {

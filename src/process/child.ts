@@ -163,16 +163,20 @@ export interface RunResult {
   stderr: string;
 }
 
-/** Runs a short command to completion (a bounded helper such as gst-inspect-1.0). */
+/**
+ * Runs a short command to completion (a bounded helper such as gst-inspect-1.0). `stdinFile`: the
+ * command reads this file on its stdin (opened here, so its path never reaches the argv).
+ */
 export async function runCommand(
   command: string,
   args: readonly string[],
   env: Readonly<Record<string, string>>,
   timeoutMs: number,
+  options: { stdinFile?: string } = {},
 ): Promise<RunResult> {
   const result = await execa(command, [...args], {
     reject: false,
-    stdin: 'ignore',
+    stdin: options.stdinFile === undefined ? 'ignore' : { file: options.stdinFile },
     env,
     extendEnv: true,
     timeout: timeoutMs,

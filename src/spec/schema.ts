@@ -116,6 +116,20 @@ export const PRIORITIES = ['high', 'normal'] as const;
 export type Priority = (typeof PRIORITIES)[number];
 export const PriorityField = Type.Unsafe<Priority>({ type: 'string', enum: [...PRIORITIES], default: 'normal' });
 
+/**
+ * A file that plays, looped, when main and backup are both lost (docs/failover.md). The path is
+ * checked and the file decoded when the spec is created or changed (supervisor/fallback-cache.ts):
+ * absolute, normalised, inside the config's `[engine] fallback_dir`, decodable as audio.
+ */
+export const FallbackFile = Type.Object(
+  {
+    type: Type.Literal('file'),
+    path: Type.String({ minLength: 2, maxLength: 1024, pattern: '^/[^\\p{C}]*$', description: 'absolute path of an audio file inside [engine] fallback_dir' }),
+    loop: Type.Literal(true, { default: true, description: 'the file always plays looped' }),
+  },
+  strict,
+);
+
 /** When the clock bridge switches between main, backup and fallback (docs/failover.md). */
 export const FailoverPolicy = Type.Object(
   {
@@ -133,6 +147,7 @@ export const PipelineSpec = Type.Object(
     name: Type.String({ minLength: 1, maxLength: 128, pattern: '^[^\\p{C}]*$' }),
     input: SrtInput,
     backup: Type.Optional(SrtInput),
+    fallback: Type.Optional(FallbackFile),
     failover: Type.Optional(FailoverPolicy),
     processing: Type.Array(ProcessingStep, { maxItems: 32, default: [] }),
     output: RtpOutput,
@@ -144,6 +159,7 @@ export const PipelineSpec = Type.Object(
 export type PipelineSpec = Static<typeof PipelineSpec>;
 export type SrtInput = Static<typeof SrtInput>;
 export type FailoverPolicy = Static<typeof FailoverPolicy>;
+export type FallbackFile = Static<typeof FallbackFile>;
 export type RtpOutput = Static<typeof RtpOutput>;
 export type RedundantLeg = Static<typeof RedundantLeg>;
 export type ProcessingStep = Static<typeof ProcessingStep>;

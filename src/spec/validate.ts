@@ -3,6 +3,7 @@
  * same JSON shape) go through `parsePipelineSpec`. Strict types (no coercion), unknown fields
  * rejected, defaults filled in, and the first problem reported with the field's path.
  */
+import path from 'node:path';
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import type { TSchema, Static } from '@sinclair/typebox';
 import { ValidationError } from '../errors.js';
@@ -153,8 +154,11 @@ export function parsePipelineSpec(input: unknown, style: PathStyle = REST_BODY):
   if (spec.backup !== undefined && spec.backup.port === spec.input.port) {
     throw new ValidationError(`${joinPath(style, ['backup', 'port'])} must differ from ${joinPath(style, ['input', 'port'])} (${spec.input.port})`, ['backup', 'port']);
   }
-  if (spec.failover !== undefined && spec.backup === undefined) {
-    throw new ValidationError(`${joinPath(style, ['failover'])} is only allowed with ${joinPath(style, ['backup'])}`, ['failover']);
+  if (spec.failover !== undefined && spec.backup === undefined && spec.fallback === undefined) {
+    throw new ValidationError(`${joinPath(style, ['failover'])} is only allowed with ${joinPath(style, ['backup'])} or ${joinPath(style, ['fallback'])}`, ['failover']);
+  }
+  if (spec.fallback !== undefined && path.posix.normalize(spec.fallback.path) !== spec.fallback.path) {
+    throw new ValidationError(`${joinPath(style, ['fallback', 'path'])} must be a normalised absolute path (no "..", ".", "//" or trailing "/")`, ['fallback', 'path']);
   }
   checkRtpOutput(spec.output, (name) => joinPath(style, ['output', name]));
   checkRedundantLeg(spec.output, joinPath(style, ['output', 'redundant', 'host']));

@@ -15,9 +15,9 @@
 import path from 'node:path';
 import type { Logger } from 'pino';
 import type { HostCapacity, PipelineCapacity } from '../capacity/host-capacity.js';
-import { compilePipeline, compileSecrets, CONTROL_FD, type CompileOptions } from '../compiler/compile.js';
+import { compilePipeline, compileSecrets, CONTROL_FD, type CompilableSpec, type CompileOptions } from '../compiler/compile.js';
 import { planUpdate } from '../compiler/update.js';
-import { LimitError, NotFoundError, PortInUseError, StorageError, UnavailableError, VersionMismatchError } from '../errors.js';
+import { LimitError, NotFoundError, PortInUseError, StorageError, UnavailableError, ValidationError, VersionMismatchError } from '../errors.js';
 import { applyPipelinePatch } from '../spec/patch.js';
 import type { PathStyle } from '../spec/validate.js';
 import { ControlFailure, throwAsEngineError } from './control-channel.js';
@@ -30,6 +30,7 @@ import type { PipelineRecord, PipelineStore } from '../store/pipeline-store.js';
 import type { ClockReport, FailoverView, InputReport } from '../stats/pipeline-stats.js';
 import type { Selection } from '../stats/parse-line.js';
 import { PipelineSupervisor, type RuntimeInfo, type SupervisorDeps } from './supervisor.js';
+import type { FallbackCache } from './fallback-cache.js';
 
 /** The state shown for a stored pipeline that the host has no room for yet. */
 export const WAITING_FOR_CAPACITY = 'waiting_for_capacity';
@@ -50,7 +51,9 @@ export interface PipelineView extends Omit<RuntimeInfo, 'state'>, InputReport, P
   input: SrtInputView;
   /** The backup input (passphrase shown as "set"); absent without one. */
   backup?: SrtInputView;
-  /** The failover policy as given (defaults filled); absent without a backup. */
+  /** The fallback file as given; absent without one. */
+  fallback?: PipelineSpec['fallback'];
+  /** The failover policy as given (defaults filled); absent without a backup or fallback. */
   failover?: PipelineSpec['failover'];
   /** What the bridge follows: `auto` (the policy) or a forced input; the child's report, `auto` before it. */
   selection: Selection;
@@ -96,6 +99,8 @@ export interface RegistryOptions {
   now: () => Date;
   /** Admission control (capacity/): every start is admitted at its shape's full cost. */
   capacity?: Pick<HostCapacity, 'admit' | 'readmit' | 'tryAdmit' | 'attach' | 'release' | 'pipeline' | 'niceIncrement'>;
+  /** Checks and decodes fallback files (docs/failover.md); without it a spec with a fallback is refused. */
+  fallback?: FallbackCache;
 }
 
 /** The UDP ports a pipeline's SRT listeners bind, each with the field that names it. */
@@ -136,6 +141,7 @@ export class PipelineRegistry {
     for (const record of records) {
       this.seq = Math.max(this.seq, record.seq);
       this.addPipeline(record);
+      await this.restoreFallback(record);
     }
     return { loaded: records.length, damaged: damaged.length };
   }
@@ -184,7 +190,13 @@ export class PipelineRegistry {
           throw new PortInUseError(port, `${field} ${port} is already in use by another process`);
         }
       }
-      this.options.capacity?.admit(id, spec.processing); // refused: nothing stored or started
+      const fallbackFile = await this.prepareFallback(id, spec); // refused: nothing stored or started
+      try {
+        this.options.capacity?.admit(id, spec.processing); // refused: nothing stored or started
+      } catch (error) {
+        await this.options.fallback?.removeAll(id);
+        throw error;
+      }
       const record: PipelineRecord = {
         id,
         seq: ++this.seq,
@@ -195,6 +207,7 @@ export class PipelineRegistry {
         await this.options.store.put(record);
       } catch (error) {
         this.options.capacity?.release(id);
+        if (fallbackFile !== undefined) await this.options.fallback?.removeAll(id);
         // StorageError: the store left nothing behind; the port claim ends below.
         if (error instanceof StorageError) this.options.log.error({ event: 'store-failed', errno: error.errno, pipeline_id: id, port: spec.input.port }, `pipeline not created: ${error.message}`);
         throw error;
@@ -256,15 +269,24 @@ export class PipelineRegistry {
     const spec = applyPipelinePatch(record.spec, patch, style);
     const plan = planUpdate(record.spec, spec);
     const next: PipelineRecord = { ...record, spec, version: version + 1 };
-    const args = compilePipeline(spec, this.options.compile);
+    const args = compilePipeline(this.compilable(id, spec), this.options.compile);
     const secrets = compileSecrets(spec);
     if (plan.kind === 'restart') {
       const old = new Set(inputPorts(record.spec).map(([, port]) => port));
       for (const [field, port] of inputPorts(spec)) if (!old.has(port)) await this.checkNewPort(port, field, id);
+      // A new or changed fallback (or channels) is decoded before anything is stored: refused, nothing changes.
+      const oldFile = this.compilable(id, record.spec).fallbackFile;
+      const newFile = JSON.stringify([record.spec.fallback, record.spec.output.channels]) === JSON.stringify([spec.fallback, spec.output.channels]) ? oldFile : await this.prepareFallback(id, spec);
       // Held (the engine is starting, or the host had no room yet): the new values wait for its start.
       const held = supervisor.snapshot().state === 'pending';
-      if (!held) this.options.capacity?.readmit(id, spec.processing); // refused: nothing changes
-      await this.options.store.put(next);
+      try {
+        if (!held) this.options.capacity?.readmit(id, spec.processing); // refused: nothing changes
+        await this.options.store.put(next);
+      } catch (error) {
+        if (newFile !== oldFile) await this.options.fallback?.removeAll(id, oldFile);
+        throw error;
+      }
+      if (newFile !== oldFile) await this.options.fallback?.removeAll(id, newFile);
       pipeline.record = next;
       supervisor.reconfigure(args, secrets);
       if (held) {
@@ -318,6 +340,7 @@ export class PipelineRegistry {
     this.waiting.delete(id);
     this.admittedWhileHeld.delete(id);
     this.options.capacity?.release(id);
+    await this.options.fallback?.removeAll(id);
     this.options.log.info({ event: 'deleted', pipeline_id: id }, `pipeline ${id} deleted`);
   }
 
@@ -360,10 +383,36 @@ export class PipelineRegistry {
     if (other !== undefined) throw new PortInUseError(port, `${field} ${port} is already in use by pipeline ${other}`);
   }
 
+  /** A stored pipeline whose fallback's decoded copy is gone (a cleaned state dir): decoded again, or logged. */
+  private async restoreFallback(record: PipelineRecord): Promise<void> {
+    const file = this.compilable(record.id, record.spec).fallbackFile;
+    if (file === undefined || (await this.options.fallback?.has(file)) !== false) return;
+    try {
+      await this.prepareFallback(record.id, record.spec);
+    } catch (error) {
+      const reason = error instanceof Error ? error.message : String(error);
+      this.options.log.error({ event: 'fallback-missing', pipeline_id: record.id }, `pipeline ${record.id}: its fallback file could not be decoded again: ${reason}`);
+    }
+  }
+
+  /** What the compiler gets for a pipeline's spec: with the path of its fallback's decoded copy. */
+  private compilable(id: string, spec: PipelineSpec): CompilableSpec {
+    const { fallback } = spec;
+    if (fallback === undefined || this.options.fallback === undefined) return spec;
+    return { ...spec, fallbackFile: this.options.fallback.fileOf(id, fallback, spec.output.channels) };
+  }
+
+  /** Checks and decodes a spec's fallback file (none: undefined); a ValidationError naming fallback.path. */
+  private async prepareFallback(id: string, spec: PipelineSpec): Promise<string | undefined> {
+    if (spec.fallback === undefined) return undefined;
+    if (this.options.fallback === undefined) throw new ValidationError('fallback is not available in this engine', ['fallback']);
+    return this.options.fallback.prepare(id, spec.fallback, spec.output.channels);
+  }
+
   /** The one place a pipeline gets its supervisor, held (`pending`) until it is admitted and started. */
   private addPipeline(record: PipelineRecord): Pipeline {
     if (this.pipelines.has(record.id)) throw new Error(`pipeline ${record.id} is already in the registry`);
-    const args = compilePipeline(record.spec, this.options.compile);
+    const args = compilePipeline(this.compilable(record.id, record.spec), this.options.compile);
     const niceIncrement = this.options.capacity?.niceIncrement(record.spec.priority) ?? 0;
     const supervisor = new PipelineSupervisor(record.id, args, this.options.supervisorDeps, {
       extraInput: compileSecrets(record.spec),
@@ -414,6 +463,7 @@ export class PipelineRegistry {
       created_at: record.created_at,
       input: redactInput(record.spec.input),
       ...(record.spec.backup === undefined ? {} : { backup: redactInput(record.spec.backup) }),
+      ...(record.spec.fallback === undefined ? {} : { fallback: record.spec.fallback }),
       ...(record.spec.failover === undefined ? {} : { failover: record.spec.failover }),
       ...supervisor.stats.failoverView(),
       selection: supervisor.stats.reportedSelection() ?? 'auto',

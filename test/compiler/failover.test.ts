@@ -139,3 +139,32 @@ void t.test('PATCH: a policy change is live on the bridge, a backup change resta
   t.same(planUpdate(spec, removed), { kind: 'restart', reasons: ['backup'] });
   t.throws(() => applyPipelinePatch(spec, { backup: { port: 9000 } }, REST_BODY), { message: /^body\/backup\/port must differ/ });
 });
+
+void t.test('a fallback compiles to the bridge\'s fallback-file: the decoded copy, never the user\'s path', async (t) => {
+  const spec = parsePipelineSpec({ ...EXAMPLE, fallback: { type: 'file', path: '/srv/fallback/id ent!.flac' }, failover: { loss_ms: 200 } });
+  t.same(spec.fallback, { type: 'file', path: '/srv/fallback/id ent!.flac', loop: true });
+  const argv = compilePipeline({ ...spec, fallbackFile: '/var/lib/audio-engine/state/fallback/pl_abcdefabcdef-0123456789abcdef.f32' }, OPTIONS);
+  const bridge = argv.indexOf('clockbridge');
+  t.same(argv.slice(argv.indexOf('channels=2', bridge) + 1, argv.indexOf('!', bridge)), [
+    'fallback-file=/var/lib/audio-engine/state/fallback/pl_abcdefabcdef-0123456789abcdef.f32',
+    'failover-loss=200000000', 'failover-silence-level=-50', 'failover-silence=10000000000', 'failover-return=10000000000', 'fallback-on-silence=false',
+  ], 'policy allowed with a fallback alone');
+  t.notOk(argv.some((token) => token.includes('id ent')), 'the user\'s path is not in argv');
+  t.notOk(argv.includes('bridge.backup'));
+  t.throws(() => compilePipeline({ ...spec, fallbackFile: '/state/x y.f32' }, OPTIONS), { message: /fallback-file/ }, 'a copy path with a space is refused');
+  t.throws(() => compilePipeline({ ...spec, fallbackFile: '/state/../x.f32' }, OPTIONS), { message: /fallback-file/ });
+  const changed = applyPipelinePatch(spec, { fallback: { path: '/srv/fallback/other.wav' } }, REST_BODY);
+  t.same(planUpdate(spec, changed), { kind: 'restart', reasons: ['fallback'] }, 'a fallback change restarts (fallback-file is read at READY)');
+  const removed = applyPipelinePatch(spec, { fallback: null }, REST_BODY);
+  t.equal(removed.failover, undefined, 'the policy goes with the last of backup and fallback');
+  for (const [fallback, message] of [
+    [{ type: 'file', path: 'relative.flac' }, 'body/fallback/path'],
+    [{ type: 'file', path: '/srv/fallback/../etc/passwd' }, 'body/fallback/path must be a normalised absolute path'],
+    [{ type: 'file', path: '/srv//x.flac' }, 'body/fallback/path must be a normalised absolute path'],
+    [{ type: 'file', path: '/srv/x\n.flac' }, 'body/fallback/path'],
+    [{ type: 'file', path: '/srv/x.flac', loop: false }, 'body/fallback/loop'],
+    [{ type: 'url', path: '/srv/x.flac' }, 'body/fallback/type'],
+  ] as const) {
+    t.match(messageOf(() => parsePipelineSpec({ ...EXAMPLE, fallback })), new RegExp(`^${escape(message)}`), message);
+  }
+});

@@ -234,8 +234,22 @@ export interface CreatePipelineRequest {
   backup?:
     | InputConfig
     | undefined;
-  /** When the output switches between input and backup; only with a backup. Absent: the defaults. */
-  failover?: FailoverConfig | undefined;
+  /** When the output switches between input and backup; only with a backup or a fallback. Absent: the defaults. */
+  failover?:
+    | FailoverConfig
+    | undefined;
+  /** A file inside [engine] fallback_dir played, looped, when main and backup are lost. Absent: none. */
+  fallback?: FallbackConfig | undefined;
+}
+
+/** The fallback file (docs/failover.md). */
+export interface FallbackConfig {
+  /** "file". */
+  type: string;
+  /** Absolute, normalised path inside [engine] fallback_dir of an audio file GStreamer decodes. */
+  path: string;
+  /** Always true (the file plays looped); absent: true. */
+  loop?: boolean | undefined;
 }
 
 /** When the clock bridge switches between main and backup (docs/failover.md). */
@@ -371,7 +385,11 @@ export interface Pipeline {
   /** "auto" (the policy decides) or the forced input. */
   selection: string;
   /** Each SRT input's health. */
-  inputs?: PipelineInputs | undefined;
+  inputs?:
+    | PipelineInputs
+    | undefined;
+  /** The fallback file; absent without one. */
+  fallback?: FallbackConfig | undefined;
 }
 
 /** The pipeline's clock bridge: the crossing from the sender's clock to the output clock. */
@@ -474,8 +492,16 @@ export interface UpdatePipelineRequest {
   failover?:
     | FailoverConfig
     | undefined;
-  /** true: the pipeline's backup (and its failover policy) are removed. */
-  remove_backup?: boolean | undefined;
+  /** true: the pipeline's backup (and its failover policy, unless a fallback stays) are removed. */
+  remove_backup?:
+    | boolean
+    | undefined;
+  /** Fields set here replace the fallback's (or add one); type "" keeps it. Restarts the child. */
+  fallback?:
+    | FallbackConfig
+    | undefined;
+  /** true: the pipeline's fallback file is removed. */
+  remove_fallback?: boolean | undefined;
 }
 
 export interface UpdatePipelineResponse {
@@ -1377,6 +1403,7 @@ function createBaseCreatePipelineRequest(): CreatePipelineRequest {
     priority: undefined,
     backup: undefined,
     failover: undefined,
+    fallback: undefined,
   };
 }
 
@@ -1402,6 +1429,9 @@ export const CreatePipelineRequest: MessageFns<CreatePipelineRequest> = {
     }
     if (message.failover !== undefined) {
       FailoverConfig.encode(message.failover, writer.uint32(58).fork()).join();
+    }
+    if (message.fallback !== undefined) {
+      FallbackConfig.encode(message.fallback, writer.uint32(66).fork()).join();
     }
     return writer;
   },
@@ -1475,6 +1505,14 @@ export const CreatePipelineRequest: MessageFns<CreatePipelineRequest> = {
             message.failover = FailoverConfig.decode(reader, reader.uint32());
             continue;
           }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.fallback = FallbackConfig.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1507,6 +1545,88 @@ export const CreatePipelineRequest: MessageFns<CreatePipelineRequest> = {
     message.failover = (object.failover !== undefined && object.failover !== null)
       ? FailoverConfig.fromPartial(object.failover)
       : undefined;
+    message.fallback = (object.fallback !== undefined && object.fallback !== null)
+      ? FallbackConfig.fromPartial(object.fallback)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseFallbackConfig(): FallbackConfig {
+  return { type: "", path: "", loop: undefined };
+}
+
+export const FallbackConfig: MessageFns<FallbackConfig> = {
+  encode(message: FallbackConfig, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.type !== "") {
+      writer.uint32(10).string(message.type);
+    }
+    if (message.path !== "") {
+      writer.uint32(18).string(message.path);
+    }
+    if (message.loop !== undefined) {
+      writer.uint32(24).bool(message.loop);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): FallbackConfig {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseFallbackConfig();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.type = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.path = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.loop = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<FallbackConfig>, I>>(base?: I): FallbackConfig {
+    return FallbackConfig.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<FallbackConfig>, I>>(object: I): FallbackConfig {
+    const message = createBaseFallbackConfig();
+    message.type = object.type ?? "";
+    message.path = object.path ?? "";
+    message.loop = object.loop ?? undefined;
     return message;
   },
 };
@@ -1800,6 +1920,7 @@ function createBasePipeline(): Pipeline {
     active_input: undefined,
     selection: "",
     inputs: undefined,
+    fallback: undefined,
   };
 }
 
@@ -1888,6 +2009,9 @@ export const Pipeline: MessageFns<Pipeline> = {
     }
     if (message.inputs !== undefined) {
       PipelineInputs.encode(message.inputs, writer.uint32(226).fork()).join();
+    }
+    if (message.fallback !== undefined) {
+      FallbackConfig.encode(message.fallback, writer.uint32(234).fork()).join();
     }
     return writer;
   },
@@ -2129,6 +2253,14 @@ export const Pipeline: MessageFns<Pipeline> = {
             message.inputs = PipelineInputs.decode(reader, reader.uint32());
             continue;
           }
+          case 29: {
+            if (tag !== 234) {
+              break;
+            }
+
+            message.fallback = FallbackConfig.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2185,6 +2317,9 @@ export const Pipeline: MessageFns<Pipeline> = {
     message.selection = object.selection ?? "";
     message.inputs = (object.inputs !== undefined && object.inputs !== null)
       ? PipelineInputs.fromPartial(object.inputs)
+      : undefined;
+    message.fallback = (object.fallback !== undefined && object.fallback !== null)
+      ? FallbackConfig.fromPartial(object.fallback)
       : undefined;
     return message;
   },
@@ -2741,6 +2876,8 @@ function createBaseUpdatePipelineRequest(): UpdatePipelineRequest {
     backup: undefined,
     failover: undefined,
     remove_backup: undefined,
+    fallback: undefined,
+    remove_fallback: undefined,
   };
 }
 
@@ -2772,6 +2909,12 @@ export const UpdatePipelineRequest: MessageFns<UpdatePipelineRequest> = {
     }
     if (message.remove_backup !== undefined) {
       writer.uint32(72).bool(message.remove_backup);
+    }
+    if (message.fallback !== undefined) {
+      FallbackConfig.encode(message.fallback, writer.uint32(82).fork()).join();
+    }
+    if (message.remove_fallback !== undefined) {
+      writer.uint32(88).bool(message.remove_fallback);
     }
     return writer;
   },
@@ -2861,6 +3004,22 @@ export const UpdatePipelineRequest: MessageFns<UpdatePipelineRequest> = {
             message.remove_backup = reader.bool();
             continue;
           }
+          case 10: {
+            if (tag !== 82) {
+              break;
+            }
+
+            message.fallback = FallbackConfig.decode(reader, reader.uint32());
+            continue;
+          }
+          case 11: {
+            if (tag !== 88) {
+              break;
+            }
+
+            message.remove_fallback = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2897,6 +3056,10 @@ export const UpdatePipelineRequest: MessageFns<UpdatePipelineRequest> = {
       ? FailoverConfig.fromPartial(object.failover)
       : undefined;
     message.remove_backup = object.remove_backup ?? undefined;
+    message.fallback = (object.fallback !== undefined && object.fallback !== null)
+      ? FallbackConfig.fromPartial(object.fallback)
+      : undefined;
+    message.remove_fallback = object.remove_fallback ?? undefined;
     return message;
   },
 };
