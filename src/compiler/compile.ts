@@ -58,6 +58,8 @@ export interface CompilableSpec {
   backup?: PipelineSpec['backup'];
   /** The fallback file as the user gave it (compared by the update plan; the child reads `fallbackFile`). */
   fallback?: PipelineSpec['fallback'];
+  /** The input forced on air (absent: auto); the bridge's `select`. */
+  selection?: PipelineSpec['selection'];
   /** When the bridge switches (defaults filled by the validator); only compiled with a backup or fallback. */
   failover?: PipelineSpec['failover'];
   /**
@@ -349,6 +351,7 @@ export function compilePipeline(spec: CompilableSpec, options: CompileOptions): 
       channels: spec.output.channels,
       'pace-input': paced ? true : undefined, // only where it is on: SRT graphs read as before
       ...failoverProperties(spec),
+      select: spec.selection, // absent (auto): not written, a graph reads as before
     }),
     element('level', { name: 'level', interval: meterInterval, 'post-messages': true }),
     ...spec.processing.map((step, index) => compileStep(step, index, options)),

@@ -61,6 +61,8 @@ export function applyPipelinePatch(current: Spec, patch: unknown, style: PathSty
   const { processing, ...rest } = patch;
   const merged = mergePatch(current, rest) as Json;
   // The last of backup and fallback removed takes the policy with it (it is only allowed with one).
+  // A forced input removed hands back to the policy.
+  if ((merged.selection === 'backup' && merged.backup === undefined) || (merged.selection === 'fallback' && merged.fallback === undefined)) delete merged.selection;
   if ((rest.backup === null || rest.fallback === null) && rest.failover === undefined && merged.backup === undefined && merged.fallback === undefined) delete merged.failover;
   if (processing !== undefined) {
     merged.processing = processing === null ? [] : mergeProcessing(current.processing, processing, style);

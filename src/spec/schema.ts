@@ -149,6 +149,8 @@ export const PipelineSpec = Type.Object(
     backup: Type.Optional(SrtInput),
     fallback: Type.Optional(FallbackFile),
     failover: Type.Optional(FailoverPolicy),
+    // The input forced on air (POST .../input, docs/failover.md); absent: auto, the policy decides.
+    selection: Type.Optional(Type.Unsafe<'main' | 'backup' | 'fallback'>({ type: 'string', enum: ['main', 'backup', 'fallback'], description: 'the input forced on air; absent: auto' })),
     processing: Type.Array(ProcessingStep, { maxItems: 32, default: [] }),
     output: RtpOutput,
     priority: PriorityField,

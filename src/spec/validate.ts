@@ -157,6 +157,9 @@ export function parsePipelineSpec(input: unknown, style: PathStyle = REST_BODY):
   if (spec.failover !== undefined && spec.backup === undefined && spec.fallback === undefined) {
     throw new ValidationError(`${joinPath(style, ['failover'])} is only allowed with ${joinPath(style, ['backup'])} or ${joinPath(style, ['fallback'])}`, ['failover']);
   }
+  if ((spec.selection === 'backup' && spec.backup === undefined) || (spec.selection === 'fallback' && spec.fallback === undefined)) {
+    throw new ValidationError(`${joinPath(style, ['selection'])} ${spec.selection}: the pipeline has no ${spec.selection}`, ['selection']);
+  }
   if (spec.fallback !== undefined && path.posix.normalize(spec.fallback.path) !== spec.fallback.path) {
     throw new ValidationError(`${joinPath(style, ['fallback', 'path'])} must be a normalised absolute path (no "..", ".", "//" or trailing "/")`, ['fallback', 'path']);
   }

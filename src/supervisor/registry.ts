@@ -31,6 +31,8 @@ import type { ClockReport, FailoverView, InputReport } from '../stats/pipeline-s
 import type { Selection } from '../stats/parse-line.js';
 import { PipelineSupervisor, type RuntimeInfo, type SupervisorDeps } from './supervisor.js';
 import type { FallbackCache } from './fallback-cache.js';
+import { parseSelectBody, withSelection } from '../spec/select.js';
+import { ELEMENTS, formatValue } from '../compiler/elements.js';
 
 /** The state shown for a stored pipeline that the host has no room for yet. */
 export const WAITING_FOR_CAPACITY = 'waiting_for_capacity';
@@ -55,7 +57,7 @@ export interface PipelineView extends Omit<RuntimeInfo, 'state'>, InputReport, P
   fallback?: PipelineSpec['fallback'];
   /** The failover policy as given (defaults filled); absent without a backup or fallback. */
   failover?: PipelineSpec['failover'];
-  /** What the bridge follows: `auto` (the policy) or a forced input; the child's report, `auto` before it. */
+  /** What the bridge follows: `auto` (the policy) or a forced input, as stored (POST .../input). */
   selection: Selection;
   processing: PipelineSpec['processing'];
   output: PipelineSpec['output'];
@@ -317,6 +319,46 @@ export class PipelineRegistry {
   }
 
   /**
+   * Forces an input on air or hands back to the policy (`{"select": ...}`, docs/failover.md), in
+   * turn with the pipeline's changes. The choice is stored durably first (a new child, after a
+   * crash or a kill -9 of the engine, starts with it: the compiler sets the bridge's `select`),
+   * then sent to the running child (`bridge.select=<nick>`): 'live' once it confirmed,
+   * 'next-start' without a running child. An input the pipeline does not have names `select`.
+   */
+  select(id: string, body: unknown, style: PathStyle): Promise<UpdateResult> {
+    const previous = this.updating.get(id) ?? Promise.resolve();
+    const run = previous.catch(() => undefined).then(() => this.selectNow(id, body, style));
+    this.updating.set(id, run);
+    const cleanup = (): void => {
+      if (this.updating.get(id) === run) this.updating.delete(id);
+    };
+    run.then(cleanup, cleanup);
+    return run;
+  }
+
+  private async selectNow(id: string, body: unknown, style: PathStyle): Promise<UpdateResult> {
+    if (this.closing) throw new UnavailableError('the engine is shutting down');
+    const pipeline = this.require(id);
+    const select = parseSelectBody(body, style);
+    const { record, supervisor } = pipeline;
+    const spec = withSelection(record.spec, select, style);
+    const next: PipelineRecord = { ...record, spec, version: (record.version ?? 1) + 1 };
+    await this.options.store.put(next);
+    pipeline.record = next;
+    supervisor.reconfigure(compilePipeline(this.compilable(id, spec), this.options.compile), compileSecrets(spec));
+    let applied: Applied = 'next-start';
+    try {
+      applied = await supervisor.applyLive([{ element: 'bridge', property: 'select', value: formatValue('clockbridge', 'select', ELEMENTS.clockbridge.select, select) }]);
+    } catch (error) {
+      // Stored: a child that did not answer is ended and the next starts with the choice.
+      if (!(error instanceof ControlFailure)) throw error;
+      this.options.log.warn({ event: 'select-failed', pipeline_id: id, reason: error.reason }, `pipeline ${id}: input ${select} stored, not confirmed by the child: ${error.message}`);
+    }
+    this.options.log.info({ event: 'input-selected', pipeline_id: id, select, applied, version: next.version }, `pipeline ${id}: input ${select} selected (${applied})`);
+    return { pipeline: this.view(pipeline), applied };
+  }
+
+  /**
    * Starts the programme measurement (integrated loudness, LRA, max true peak) of every loudness
    * step of a running pipeline again, as an operator resets a loudness meter at the start of a
    * programme. The gain is not touched and nothing is stored: a new child measures from its start
@@ -466,7 +508,7 @@ export class PipelineRegistry {
       ...(record.spec.fallback === undefined ? {} : { fallback: record.spec.fallback }),
       ...(record.spec.failover === undefined ? {} : { failover: record.spec.failover }),
       ...supervisor.stats.failoverView(),
-      selection: supervisor.stats.reportedSelection() ?? 'auto',
+      selection: record.spec.selection ?? 'auto',
       processing: record.spec.processing,
       output: record.spec.output,
       priority: record.spec.priority,

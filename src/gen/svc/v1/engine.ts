@@ -425,6 +425,13 @@ export interface PipelineClock {
   input_realtime?: boolean | undefined;
 }
 
+export interface SelectInputRequest {
+  /** The pipeline's id ("pl_..."). */
+  id: string;
+  /** "main", "backup", "fallback" or "auto". */
+  select: string;
+}
+
 export interface ResetLoudnessRequest {
   /** The pipeline's id ("pl_..."). */
   id: string;
@@ -2499,6 +2506,73 @@ export const PipelineClock: MessageFns<PipelineClock> = {
   },
 };
 
+function createBaseSelectInputRequest(): SelectInputRequest {
+  return { id: "", select: "" };
+}
+
+export const SelectInputRequest: MessageFns<SelectInputRequest> = {
+  encode(message: SelectInputRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.id !== "") {
+      writer.uint32(10).string(message.id);
+    }
+    if (message.select !== "") {
+      writer.uint32(18).string(message.select);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SelectInputRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSelectInputRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.id = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.select = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<SelectInputRequest>, I>>(base?: I): SelectInputRequest {
+    return SelectInputRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<SelectInputRequest>, I>>(object: I): SelectInputRequest {
+    const message = createBaseSelectInputRequest();
+    message.id = object.id ?? "";
+    message.select = object.select ?? "";
+    return message;
+  },
+};
+
 function createBaseResetLoudnessRequest(): ResetLoudnessRequest {
   return { id: "" };
 }
@@ -3531,6 +3605,22 @@ export const EngineServiceService = {
       Buffer.from(ResetLoudnessResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): ResetLoudnessResponse => ResetLoudnessResponse.decode(value),
   },
+  /**
+   * Forces an input on air ("main", "backup", "fallback") or hands back to the policy ("auto"):
+   * stored first (it survives a restart of the engine or the child), then set in the running
+   * child ("live"; "next-start" without one). INVALID_ARGUMENT naming select for an input the
+   * pipeline does not have. docs/failover.md.
+   */
+  selectInput: {
+    path: "/svc.v1.EngineService/SelectInput" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: SelectInputRequest): Buffer => Buffer.from(SelectInputRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): SelectInputRequest => SelectInputRequest.decode(value),
+    responseSerialize: (value: UpdatePipelineResponse): Buffer =>
+      Buffer.from(UpdatePipelineResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): UpdatePipelineResponse => UpdatePipelineResponse.decode(value),
+  },
 } as const;
 
 export interface EngineServiceServer extends UntypedServiceImplementation {
@@ -3568,6 +3658,13 @@ export interface EngineServiceServer extends UntypedServiceImplementation {
    * pipeline without a loudness step or without a running child; NOT_FOUND for an unknown id.
    */
   resetLoudness: handleUnaryCall<ResetLoudnessRequest, ResetLoudnessResponse>;
+  /**
+   * Forces an input on air ("main", "backup", "fallback") or hands back to the policy ("auto"):
+   * stored first (it survives a restart of the engine or the child), then set in the running
+   * child ("live"; "next-start" without one). INVALID_ARGUMENT naming select for an input the
+   * pipeline does not have. docs/failover.md.
+   */
+  selectInput: handleUnaryCall<SelectInputRequest, UpdatePipelineResponse>;
 }
 
 export interface EngineServiceClient extends Client {
@@ -3704,6 +3801,27 @@ export interface EngineServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: ResetLoudnessResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Forces an input on air ("main", "backup", "fallback") or hands back to the policy ("auto"):
+   * stored first (it survives a restart of the engine or the child), then set in the running
+   * child ("live"; "next-start" without one). INVALID_ARGUMENT naming select for an input the
+   * pipeline does not have. docs/failover.md.
+   */
+  selectInput(
+    request: SelectInputRequest,
+    callback: (error: ServiceError | null, response: UpdatePipelineResponse) => void,
+  ): ClientUnaryCall;
+  selectInput(
+    request: SelectInputRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: UpdatePipelineResponse) => void,
+  ): ClientUnaryCall;
+  selectInput(
+    request: SelectInputRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: UpdatePipelineResponse) => void,
   ): ClientUnaryCall;
 }
 
