@@ -2,6 +2,7 @@
  * Composition root: builds every part from the configuration and wires them; start() and
  * close() are the engine's whole life. Only this file imports the edges.
  */
+import path from 'node:path';
 import { mkdir } from 'node:fs/promises';
 import { isIP } from 'node:net';
 import { hostname, tmpdir } from 'node:os';
@@ -36,6 +37,7 @@ import { harborPort } from './stations/station.js';
 import { Stations } from './stations/stations.js';
 import { StationValuesStore } from './store/station-values.js';
 import { PipelineRegistry } from './supervisor/registry.js';
+import { FallbackCache } from './supervisor/fallback-cache.js';
 import { VERSION } from './version.js';
 
 export interface EngineOptions {
@@ -175,6 +177,7 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
     log,
     now: () => new Date(),
     supervisorDeps,
+    fallback: new FallbackCache({ fallbackDir: config.fallbackDir, cacheDir: path.join(config.stateDir, 'fallback'), env: gst.env }),
   });
   const stations = new Stations(config.stations, {
     supervisorDeps,

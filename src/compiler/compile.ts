@@ -54,6 +54,19 @@ export interface StdinInput {
 /** What the compiler accepts: a validated pipeline spec, or the same with the internal stdin input. */
 export interface CompilableSpec {
   input: PipelineSpec['input'] | StdinInput;
+  /** A second SRT input on the bridge's `backup` pad, decoding all the time (hot standby). */
+  backup?: PipelineSpec['backup'];
+  /** The fallback file as the user gave it (compared by the update plan; the child reads `fallbackFile`). */
+  fallback?: PipelineSpec['fallback'];
+  /** The input forced on air (absent: auto); the bridge's `select`. */
+  selection?: PipelineSpec['selection'];
+  /** When the bridge switches (defaults filled by the validator); only compiled with a backup or fallback. */
+  failover?: PipelineSpec['failover'];
+  /**
+   * The engine's decoded copy of `fallback` (raw F32LE, 48 kHz, the output's channels) in its state
+   * dir: the bridge's `fallback-file` (supervisor/fallback-cache.ts). Not part of the user's spec.
+   */
+  fallbackFile?: string;
   processing: PipelineSpec['processing'];
   output: PipelineSpec['output'];
 }
@@ -102,13 +115,16 @@ export function compileStep(step: ProcessingStep, index: number, options: Compil
   }
 }
 
-/** The input and its decoder: everything before audioconvert. */
-export function compileInput(input: CompilableSpec['input']): string[][] {
+/** The backup input's source element: its other elements carry the same suffix (`demux2`, ...). */
+export const BACKUP_SOURCE = 'src2';
+
+/** The input and its decoder: everything before audioconvert. `suffix` names a second input's elements. */
+export function compileInput(input: CompilableSpec['input'], suffix = ''): string[][] {
   switch (input.type) {
     case 'srt':
       return [
         element('srtsrc', {
-          name: 'src',
+          name: `src${suffix}`,
           mode: 'listener',
           localaddress: '0.0.0.0',
           localport: input.port,
@@ -121,13 +137,13 @@ export function compileInput(input: CompilableSpec['input']): string[][] {
           // The key length only; the passphrase comes through srtaccess (compileAccess).
           pbkeylen: input.passphrase === undefined ? undefined : String(input.pbkeylen ?? DEFAULT_PBKEYLEN),
         }),
-        element('typefind', { name: 'typefind' }),
-        element('tsdemux', { name: 'demux' }),
+        element('typefind', { name: `typefind${suffix}` }),
+        element('tsdemux', { name: `demux${suffix}` }),
         [CAPS.audioInTransportStream],
         // ADTS AAC leaves as raw frames the moment each is complete: decodebin's aacparse held
         // every frame smaller than one it saw at sync until the next came (21.3 ms, docs/clock.md).
-        element('aacframer', { name: 'framer' }),
-        element('decodebin', { name: 'decode' }),
+        element('aacframer', { name: `framer${suffix}` }),
+        element('decodebin', { name: `decode${suffix}` }),
       ];
     case 'stdin':
       // chaindecode (gst-plugins/src/chain): decodebin behind one src pad that follows a new
@@ -142,29 +158,85 @@ export function compileInput(input: CompilableSpec['input']): string[][] {
 
 /** The descriptor on which the child reads the SRT passphrase (see `compileSecrets`). */
 export const PASSPHRASE_FD = 3;
+/** The descriptor of the backup input's passphrase (after CONTROL_FD). */
+export const BACKUP_PASSPHRASE_FD = 5;
 
 /**
  * What the child reads from its descriptors 3, 4, ... (in this order), the secrets its argv
  * only names by number: the SRT passphrase, read by `srtaccess passphrase-fd=3` before srtsrc
- * opens its socket. The supervisor passes each as a pipe that holds these bytes and then ends.
+ * opens its socket, and the backup's on fd 5 (`access2`). The supervisor passes each as a pipe
+ * that holds these bytes and then ends; a null slot is a closed descriptor (fd 4 is the control
+ * channel's).
  */
-export function compileSecrets(spec: CompilableSpec): Uint8Array[] {
+export function compileSecrets(spec: CompilableSpec): (Uint8Array | null)[] {
   const input = spec.input;
-  if (input.type !== 'srt' || input.passphrase === undefined) return [];
-  return [new TextEncoder().encode(input.passphrase)];
+  const main = input.type === 'srt' && input.passphrase !== undefined ? new TextEncoder().encode(input.passphrase) : null;
+  const backup = spec.backup?.passphrase;
+  if (backup !== undefined) return [main, null, new TextEncoder().encode(backup)];
+  return main === null ? [] : [main];
 }
 
 /**
  * The SRT input's access element, unlinked like pipelinestats: it reports callers libsrt refuses
- * (`srtaccess` messages), and with a passphrase reads it from PASSPHRASE_FD onto srtsrc.
+ * (`srtaccess` messages), and with a passphrase reads it from its descriptor onto srtsrc.
  */
-function compileAccess(input: CompilableSpec['input']): string[] {
+function compileAccess(input: CompilableSpec['input'], suffix = '', fd = PASSPHRASE_FD): string[] {
   if (input.type !== 'srt') return [];
   return element('srtaccess', {
-    name: 'access',
-    source: 'src',
-    'passphrase-fd': input.passphrase === undefined ? undefined : PASSPHRASE_FD,
+    name: `access${suffix}`,
+    source: `src${suffix}`,
+    'passphrase-fd': input.passphrase === undefined ? undefined : fd,
   });
+}
+
+const S = 1_000_000_000; // ns per s
+
+/** The policy's defaults, which are also the element's (docs/failover.md). */
+export const DEFAULT_FAILOVER: NonNullable<PipelineSpec['failover']> = {
+  silence_dbfs: -50,
+  silence_s: 10,
+  loss_ms: 300,
+  return_s: 10,
+  fallback_on_silence: false,
+};
+
+/** A policy as the bridge's properties (ns, dBFS); none given: the defaults. */
+export function bridgeFailoverProperties(policy: PipelineSpec['failover'] = DEFAULT_FAILOVER) {
+  return {
+    'failover-loss': policy.loss_ms * MS,
+    'failover-silence-level': policy.silence_dbfs,
+    'failover-silence': Math.round(policy.silence_s * S),
+    'failover-return': Math.round(policy.return_s * S),
+    'fallback-on-silence': policy.fallback_on_silence,
+  };
+}
+
+/**
+ * The bridge's failover properties: the policy only with a backup or a fallback and a policy, the
+ * fallback's decoded copy when there is one (a graph without either reads as before).
+ */
+function failoverProperties(spec: CompilableSpec): Partial<ReturnType<typeof bridgeFailoverProperties> & { 'fallback-file': string }> {
+  const policy = (spec.backup === undefined && spec.fallback === undefined) || spec.failover === undefined ? {} : bridgeFailoverProperties(spec.failover);
+  return spec.fallbackFile === undefined ? policy : { 'fallback-file': spec.fallbackFile, ...policy };
+}
+
+/**
+ * The backup input's own chain, linked to the bridge's `backup` request pad: its own SRT listener,
+ * demuxer, decoder and converters (names suffixed 2), decoding all the time.
+ */
+function compileBackup(spec: CompilableSpec): string[] {
+  if (spec.backup === undefined) return [];
+  const stages: string[][] = [
+    ...compileInput(spec.backup, '2'),
+    element('audioconvert', { name: 'inconvert2' }),
+    element('audioresample', { name: 'resample2' }),
+    [processingCaps(spec.output.channels)],
+    ['bridge.backup'],
+  ];
+  return [
+    ...stages.flatMap((tokens, i) => (i === 0 ? tokens : ['!', ...tokens])),
+    ...compileAccess(spec.backup, '2', BACKUP_PASSPHRASE_FD),
+  ];
 }
 
 /**
@@ -287,6 +359,8 @@ export function compilePipeline(spec: CompilableSpec, options: CompileOptions): 
       interval,
       channels: spec.output.channels,
       'pace-input': paced ? true : undefined, // only where it is on: SRT graphs read as before
+      ...failoverProperties(spec),
+      select: spec.selection, // absent (auto): not written, a graph reads as before
     }),
     element('level', { name: 'level', interval: meterInterval, 'post-messages': true }),
     ...spec.processing.map((step, index) => compileStep(step, index, options)),
@@ -298,7 +372,7 @@ export function compilePipeline(spec: CompilableSpec, options: CompileOptions): 
   const chain = stages.flatMap((tokens, i) => (i === 0 ? tokens : [link, ...tokens]));
   // The jitter buffer's state comes from the bridge's own message, not from pipelinestats.
   const stats = element('pipelinestats', { name: 'stats', interval, source: 'src', payloader: 'pay', sink: 'out' });
-  return [...GST_LAUNCH_OPTIONS, ...chain, ...stats, ...compileAccess(spec.input), ...compileControl()];
+  return [...GST_LAUNCH_OPTIONS, ...chain, ...stats, ...compileAccess(spec.input), ...compileControl(), ...compileBackup(spec)];
 }
 
 /** What a compiled argv tells the statistics before its child reports anything. */
@@ -307,6 +381,8 @@ export interface StatsLayout {
   loudnessSteps: string[];
   /** The input is srtsrc (SRT statistics come), not a station's stdin. */
   srtInput: boolean;
+  /** The graph has a backup SRT input (`srtsrc name=src2`). */
+  backupInput: boolean;
 }
 
 export function statsLayoutOf(args: readonly string[]): StatsLayout {
@@ -315,5 +391,5 @@ export function statsLayoutOf(args: readonly string[]): StatsLayout {
     const next = args[i + 1];
     if (token === 'loudnorm' && next?.startsWith('name=') === true) loudnessSteps.push(next.slice('name='.length));
   });
-  return { loudnessSteps, srtInput: args.includes('srtsrc') };
+  return { loudnessSteps, srtInput: args.includes('srtsrc'), backupInput: args.includes(`name=${BACKUP_SOURCE}`) };
 }

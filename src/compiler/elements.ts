@@ -18,7 +18,8 @@ export type PropertyType =
   | { kind: 'host' }
   | { kind: 'ifname' }
   | { kind: 'clock-source' }
-  | { kind: 'eq-bands' };
+  | { kind: 'eq-bands' }
+  | { kind: 'file-path' };
 
 const int = (min: number, max: number) => ({ kind: 'int', min, max }) as const;
 const num = (min: number, max: number, decimals = 3) => ({ kind: 'number', min, max, decimals }) as const;
@@ -66,6 +67,15 @@ export const ELEMENTS = {
     interval: int(10_000_000, I64_NS),
     channels: int(1, 8),
     'pace-input': bool,
+    // Failover between main, the backup pad and a fallback (docs/failover.md); ns, dBFS.
+    'failover-loss': int(50_000_000, 10_000_000_000),
+    'failover-silence-level': num(-90, 0, 2),
+    'failover-silence': int(1_000_000_000, 600_000_000_000),
+    'failover-return': int(0, 600_000_000_000),
+    'fallback-on-silence': bool,
+    // The engine's decoded copy of the fallback file in its state dir (supervisor/fallback-cache.ts).
+    'fallback-file': { kind: 'file-path' },
+    select: { kind: 'enum', values: ['auto', 'main', 'backup', 'fallback'] },
   },
   level: { name, interval: int(10_000_000, I64_NS), 'post-messages': bool },
   pipelinestats: { name, interval: int(10_000_000, I64_NS), source: name, payloader: name, sink: name },
@@ -123,6 +133,8 @@ export function formatNumber(value: number, decimals: number): string {
 
 const ELEMENT_NAME = /^[a-z][a-z0-9_]{0,31}$/;
 const IFNAME = /^[A-Za-z0-9_.-]{1,15}$/;
+/** An absolute path of safe characters only (none the gst-launch parser treats specially). */
+const FILE_PATH = /^\/[A-Za-z0-9_.+/-]{1,1023}$/;
 
 export function formatValue(element: string, property: string, type: PropertyType, value: unknown): string {
   const refuse = (): never => {
@@ -152,6 +164,9 @@ export function formatValue(element: string, property: string, type: PropertyTyp
       return value as string;
     case 'ifname':
       if (typeof value !== 'string' || !IFNAME.test(value)) refuse();
+      return value as string;
+    case 'file-path':
+      if (typeof value !== 'string' || !FILE_PATH.test(value) || value.split('/').includes('..')) refuse();
       return value as string;
     case 'clock-source':
       if (typeof value !== 'string' || !CLOCK_SOURCE.test(value)) refuse();

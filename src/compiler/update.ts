@@ -9,7 +9,7 @@
  *   reordered); the child starts again with the new argv.
  */
 import type { ProcessingStep } from '../spec/schema.js';
-import type { CompilableSpec } from './compile.js';
+import { bridgeFailoverProperties, type CompilableSpec } from './compile.js';
 import { ELEMENTS, formatValue } from './elements.js';
 
 /** One property of one step, set in the running child (supervisor/control-channel.ts). */
@@ -53,6 +53,17 @@ function stepAssignments(prev: ProcessingStep, next: ProcessingStep, index: numb
   return out;
 }
 
+/** The bridge's failover properties a policy change sets live (a policy removed: the defaults). */
+export function failoverAssignments(prev: CompilableSpec, next: CompilableSpec): Assignment[] {
+  if ((next.backup === undefined && next.fallback === undefined) || same(prev.failover ?? null, next.failover ?? null)) return [];
+  const before = bridgeFailoverProperties(prev.failover);
+  const after = bridgeFailoverProperties(next.failover);
+  const types = ELEMENTS.clockbridge;
+  return (Object.keys(after) as (keyof typeof after)[])
+    .filter((property) => before[property] !== after[property])
+    .map((property) => ({ element: 'bridge', property, value: formatValue('clockbridge', property, types[property], after[property]) }));
+}
+
 /**
  * The control assignments that restart the programme measurement (integrated loudness, LRA, max
  * true peak) of every loudness step of a spec, without touching its gain (docs/elements-loudnorm.md).
@@ -66,6 +77,8 @@ export function measurementResetAssignments(spec: CompilableSpec): Assignment[] 
 export function planUpdate(prev: CompilableSpec, next: CompilableSpec): UpdatePlan {
   const reasons: string[] = [];
   if (!sameObject(prev.input, next.input)) reasons.push('input');
+  if (!same(prev.backup ?? null, next.backup ?? null)) reasons.push('backup');
+  if (!same(prev.fallback ?? null, next.fallback ?? null)) reasons.push('fallback');
   if (!sameObject(prev.output, next.output)) reasons.push('output');
   if (prev.processing.length !== next.processing.length) reasons.push('processing steps added or removed');
   else if (prev.processing.some((step, i) => step.plugin !== next.processing[i]?.plugin)) reasons.push('processing steps reordered or replaced');
@@ -74,5 +87,5 @@ export function planUpdate(prev: CompilableSpec, next: CompilableSpec): UpdatePl
     const nextStep = next.processing[i];
     return nextStep === undefined ? [] : stepAssignments(step, nextStep, i);
   });
-  return { kind: 'live', assignments };
+  return { kind: 'live', assignments: [...assignments, ...failoverAssignments(prev, next)] };
 }

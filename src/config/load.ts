@@ -16,6 +16,8 @@ export interface LoadedConfig extends Config {
   file: string;
   /** engine.state_dir resolved against the config file's folder. */
   stateDir: string;
+  /** engine.fallback_dir resolved against the config file's folder. */
+  fallbackDir: string;
 }
 
 const validator = compileValidator(Config);
@@ -81,7 +83,8 @@ export function checkConfig(document: unknown, file: string): LoadedConfig {
     }
   });
   const stateDir = path.resolve(path.dirname(file), config.engine.state_dir);
-  return deepFreeze({ ...config, file, stateDir });
+  const fallbackDir = path.resolve(path.dirname(file), config.engine.fallback_dir);
+  return deepFreeze({ ...config, file, stateDir, fallbackDir });
 }
 
 /** A clearer message than the pattern's for the one key whose values are a short list. */

@@ -29,6 +29,11 @@ export const AuthConfig = Type.Object(
 export const EngineConfig = Type.Object(
   {
     state_dir: Type.String({ minLength: 1, default: 'var' }),
+    /**
+     * The folder a pipeline's `fallback.path` must lie in (docs/failover.md); relative to the
+     * config file's folder like state_dir.
+     */
+    fallback_dir: Type.String({ minLength: 1, default: '/var/lib/audio-engine/fallback' }),
     max_pipelines: Type.Integer({ minimum: 1, maximum: 1024, default: 64 }),
     metrics_interval_ms: Type.Integer({ minimum: 100, maximum: 60000, default: 1000 }),
     /**

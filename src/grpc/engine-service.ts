@@ -24,6 +24,7 @@ import type {
   UpdatePipelineRequest,
   UpdatePipelineResponse,
   ResetLoudnessRequest,
+  SelectInputRequest,
   ResetLoudnessResponse,
 } from '../gen/svc/v1/engine.js';
 import type { EngineHealth } from '../health.js';
@@ -35,7 +36,7 @@ import { MetricsHub } from './metrics-stream.js';
 import { healthToProto, pipelineToProto } from './to-proto.js';
 
 export interface EngineServiceDeps {
-  pipelines: Pick<PipelineRegistry, 'create' | 'list' | 'get' | 'delete' | 'update' | 'resetLoudness' | 'entries' | 'size'>;
+  pipelines: Pick<PipelineRegistry, 'create' | 'list' | 'get' | 'delete' | 'update' | 'select' | 'resetLoudness' | 'entries' | 'size'>;
   health: Pick<EngineHealth, 'report'>;
   /** Each pipeline's SDP (aes67/sessions.ts). */
   aes67: Pick<Aes67Sessions, 'sdp'>;
@@ -109,6 +110,11 @@ export class EngineGrpcService {
         if (request.id === '') throw new ValidationError('id is required', ['id']);
         const { steps } = await this.deps.pipelines.resetLoudness(request.id);
         return { id: request.id, steps, reset_at: new Date().toISOString() };
+      }),
+      selectInput: this.unary('SelectInput', true, async (request: SelectInputRequest): Promise<UpdatePipelineResponse> => {
+        if (request.id === '') throw new ValidationError('id is required', ['id']);
+        const { pipeline, applied } = await this.deps.pipelines.select(request.id, { select: request.select }, DOTTED);
+        return { pipeline: pipelineToProto(pipeline, this.deps.aes67.sdp(pipeline)), applied };
       }),
       streamMetrics: (call) => this.streamMetrics(call),
     };

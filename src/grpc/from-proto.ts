@@ -6,7 +6,7 @@
  * fills its default or reports it as required; repeated `bands` are left out when empty, so an
  * eq step without bands is "required" and a loudness step with bands names the stray field.
  */
-import type { CreatePipelineRequest, EqBand, InputConfig, OutputConfig, ProcessingStep, RedundantLeg, UpdatePipelineRequest } from '../gen/svc/v1/engine.js';
+import type { CreatePipelineRequest, EqBand, FailoverConfig, FallbackConfig, InputConfig, OutputConfig, ProcessingStep, RedundantLeg, UpdatePipelineRequest } from '../gen/svc/v1/engine.js';
 
 type Json = Record<string, unknown>;
 
@@ -23,6 +23,20 @@ function input(message: InputConfig): Json {
     passphrase: message.passphrase,
     pbkeylen: message.pbkeylen,
   });
+}
+
+function failover(message: FailoverConfig): Json {
+  return present({
+    silence_dbfs: message.silence_dbfs,
+    silence_s: message.silence_s,
+    loss_ms: message.loss_ms,
+    return_s: message.return_s,
+    fallback_on_silence: message.fallback_on_silence,
+  });
+}
+
+function fallback(message: FallbackConfig): Json {
+  return present({ type: message.type, path: message.path, loop: message.loop });
 }
 
 function band(message: EqBand): Json {
@@ -66,6 +80,9 @@ export function createRequestToJson(request: CreatePipelineRequest): Json {
     processing: request.processing.map(step),
     output: request.output === undefined ? undefined : output(request.output),
     priority: request.priority,
+    backup: request.backup === undefined ? undefined : input(request.backup),
+    failover: request.failover === undefined ? undefined : failover(request.failover),
+    fallback: request.fallback === undefined ? undefined : fallback(request.fallback),
   });
 }
 
@@ -84,5 +101,9 @@ export function updateRequestToPatch(request: UpdatePipelineRequest): Json {
     input: request.input === undefined ? undefined : nonEmpty(input(request.input), ['type']),
     processing: request.processing === undefined ? undefined : request.processing.steps.map((s) => nonEmpty(step(s), ['plugin'])),
     output: request.output === undefined ? undefined : nonEmpty(output(request.output), ['type', 'host']),
+    // remove_backup / remove_fallback: null removes it (RFC 7396), whatever else is set; the policy goes with the last of them
+    backup: request.remove_backup === true ? null : request.backup === undefined ? undefined : nonEmpty(input(request.backup), ['type']),
+    failover: request.failover === undefined ? undefined : failover(request.failover),
+    fallback: request.remove_fallback === true ? null : request.fallback === undefined ? undefined : nonEmpty(fallback(request.fallback), ['type', 'path']),
   });
 }

@@ -3,7 +3,9 @@ import { healthWarnings, type HealthReport } from '../health.js';
 import type { PipelineSpec } from '../spec/schema.js';
 import type { PipelineView } from '../supervisor/registry.js';
 import type { PtpStatus } from '../aes67/pmc.js';
-import type { HealthResponse, Pipeline, ProcessingStep, PtpStatus as PtpStatusMessage } from '../gen/svc/v1/engine.js';
+import type { HealthResponse, InputConfig, InputHealth, Pipeline, ProcessingStep, PtpStatus as PtpStatusMessage } from '../gen/svc/v1/engine.js';
+import type { SrtInputView } from '../spec/redact.js';
+import type { InputHealthView } from '../stats/pipeline-stats.js';
 
 export function ptpToProto(status: PtpStatus): PtpStatusMessage {
   return {
@@ -49,13 +51,7 @@ export function pipelineToProto(view: PipelineView, sdp: string, warnings: strin
     name: view.name,
     status: view.status,
     created_at: view.created_at,
-    input: {
-      type: view.input.type,
-      port: view.input.port,
-      latency: view.input.latency,
-      passphrase: view.input.passphrase, // "set" or absent: the view never holds the secret
-      pbkeylen: view.input.pbkeylen,
-    },
+    input: inputToProto(view.input),
     processing: view.processing.map(stepToProto),
     output: {
       type: view.output.type,
@@ -87,5 +83,28 @@ export function pipelineToProto(view: PipelineView, sdp: string, warnings: strin
     clock: view.clock === null ? undefined : { ...view.clock, output_realtime: opt(view.clock.output_realtime), input_realtime: opt(view.clock.input_realtime) },
     version: view.version,
     output_legs: view.output_legs.map((leg) => ({ ...leg, interface: opt(leg.interface), error: opt(leg.error) })),
+    backup: view.backup === undefined ? undefined : inputToProto(view.backup),
+    failover: view.failover,
+    fallback: view.fallback,
+    active_input: opt(view.active_input),
+    selection: view.selection,
+    inputs: {
+      main: healthToProtoMessage(view.inputs.main),
+      backup: view.inputs.backup === undefined ? undefined : healthToProtoMessage(view.inputs.backup),
+    },
   };
+}
+
+function inputToProto(input: SrtInputView): InputConfig {
+  return {
+    type: input.type,
+    port: input.port,
+    latency: input.latency,
+    passphrase: input.passphrase, // "set" or absent: the view never holds the secret
+    pbkeylen: input.pbkeylen,
+  };
+}
+
+function healthToProtoMessage(health: InputHealthView): InputHealth {
+  return { connected: health.connected, level_dbfs: opt(health.level_dbfs), silent_seconds: opt(health.silent_seconds) };
 }

@@ -12,7 +12,8 @@
  */
 import { Counter, Gauge, type Registry } from 'prom-client';
 import type { SupervisedSource } from './registry.js';
-import type { PipelineCounts, PipelineStats } from '../stats/pipeline-stats.js';
+import { NO_SIGNAL_DB, type PipelineCounts, type PipelineStats } from '../stats/pipeline-stats.js';
+import { BRIDGE_INPUTS } from '../stats/parse-line.js';
 
 type Labels = Record<string, string>;
 type Reading = [Labels, number][];
@@ -112,4 +113,33 @@ export function registerPipelineMetrics(registry: Registry, pipelines: Supervise
     (id, s) => [[{ pipeline_id: id }, s.counts().outputPackets]]);
   counter('audio_engine_pipeline_output_bytes_total', 'RTP bytes sent since the pipeline was loaded (all children).', ['pipeline_id'],
     (id, s) => [[{ pipeline_id: id }, s.counts().outputBytes]]);
+
+  // Failover (docs/failover.md): the input on air and each SRT input's health, from the bridge's
+  // report; NaN (unknown) without a report of a running child. The backup's series exist while
+  // the graph has a backup (its layout), the main's for every pipeline.
+  type Health = NonNullable<ReturnType<PipelineStats['failoverState']>>['main'];
+  const inputsOf = (s: PipelineStats): ('main' | 'backup')[] => (s.layout.backupInput === true ? ['main', 'backup'] : ['main']);
+  const perInput = (pick: (h: Health) => number) =>
+    (id: string, s: PipelineStats): Reading => {
+      const state = s.failoverState();
+      return inputsOf(s).map((input): [Labels, number] => {
+        const health = state === undefined ? undefined : input === 'main' ? state.main : state.backup;
+        return [{ pipeline_id: id, input }, health === undefined ? Number.NaN : pick(health)];
+      });
+    };
+  gauge('audio_engine_pipeline_active_input', 'The input on air: 1 for the one (main, backup, fallback, or none: nothing audible), 0 for the others; NaN without a report of a running child.', ['pipeline_id', 'input'],
+    (id, s) => {
+      const active = s.failoverState()?.activeInput;
+      return BRIDGE_INPUTS.map((input): [Labels, number] => [{ pipeline_id: id, input }, active === undefined ? Number.NaN : active === input ? 1 : 0]);
+    });
+  counter('audio_engine_pipeline_failovers_total', 'Switches of the output between inputs since the pipeline was loaded (all children), by from, to and reason (loss, silence, return, manual).', ['pipeline_id', 'from', 'to', 'reason'],
+    (id, s) => s.failoverCounts().map(({ from, to, reason, count }): [Labels, number] => [{ pipeline_id: id, from, to, reason }, count]));
+  gauge('audio_engine_pipeline_input_connected', '1 while the input delivers audio (within failover.loss_ms), per SRT input (main, backup); NaN without a report of a running child.', ['pipeline_id', 'input'],
+    perInput((h) => (h.connected ? 1 : 0)));
+  gauge('audio_engine_pipeline_input_level_dbfs', 'Short-term level (400 ms) of each SRT input as the clock bridge measures it, dBFS (-120 without audio); NaN without a report of a running child.', ['pipeline_id', 'input'],
+    perInput((h) => (Number.isFinite(h.levelDb) ? Math.max(NO_SIGNAL_DB, h.levelDb) : NO_SIGNAL_DB)));
+  gauge('audio_engine_pipeline_input_silence_seconds', 'How long each SRT input has been below failover.silence_dbfs or without audio, seconds (0 while audible); NaN without a report of a running child.', ['pipeline_id', 'input'],
+    perInput((h) => h.silentSeconds));
+  gauge('audio_engine_pipeline_output_silence_seconds', 'Dead air: how long the output has been continuously silent (below failover.silence_dbfs), whatever the cause, seconds; NaN without a report of a running child.', ['pipeline_id'],
+    (id, s) => [[{ pipeline_id: id }, s.failoverState()?.outputSilentSeconds ?? Number.NaN]]);
 }

@@ -31,9 +31,10 @@ export interface LaunchOptions {
   /**
    * Data the child reads from its descriptors 3, 4, ... in this order: each a pipe that holds
    * these bytes and is then closed (secrets the child must not get through argv or environment,
-   * which other processes can read in /proc). Default none.
+   * which other processes can read in /proc). A null slot is a closed descriptor (the control
+   * descriptor's place, or a secret the child does not need). Default none.
    */
-  extraInput?: readonly Uint8Array[];
+  extraInput?: readonly (Uint8Array | null)[];
   /**
    * Niceness added to the child, relative to the engine's (0: the same). Set on the child's pid as
    * soon as it exists, before gst-launch makes its streaming threads, which inherit it; also on
@@ -85,11 +86,12 @@ function drain(stream: Readable | null, onLine: (line: string) => void): Promise
 type ExtraSlot = 'ignore' | 'pipe' | Uint8Array;
 
 function stdioOf(options: LaunchOptions): ['ignore' | 'pipe', 'pipe', 'pipe', ...ExtraSlot[]] {
-  const extra: ExtraSlot[] = [...(options.extraInput ?? [])];
+  const extra: ExtraSlot[] = (options.extraInput ?? []).map((slot) => slot ?? 'ignore');
   if (options.controlFd !== undefined) {
-    if (options.controlFd < 3 + extra.length) throw new Error(`control descriptor ${options.controlFd} is already taken`);
-    while (3 + extra.length < options.controlFd) extra.push('ignore');
-    extra.push('pipe');
+    const at = options.controlFd - 3;
+    if (at < extra.length && extra[at] !== 'ignore') throw new Error(`control descriptor ${options.controlFd} is already taken`);
+    while (extra.length < at) extra.push('ignore');
+    extra[at] = 'pipe';
   }
   return [options.stdin ?? 'ignore', 'pipe', 'pipe', ...extra];
 }
@@ -161,16 +163,20 @@ export interface RunResult {
   stderr: string;
 }
 
-/** Runs a short command to completion (a bounded helper such as gst-inspect-1.0). */
+/**
+ * Runs a short command to completion (a bounded helper such as gst-inspect-1.0). `stdinFile`: the
+ * command reads this file on its stdin (opened here, so its path never reaches the argv).
+ */
 export async function runCommand(
   command: string,
   args: readonly string[],
   env: Readonly<Record<string, string>>,
   timeoutMs: number,
+  options: { stdinFile?: string } = {},
 ): Promise<RunResult> {
   const result = await execa(command, [...args], {
     reject: false,
-    stdin: 'ignore',
+    stdin: options.stdinFile === undefined ? 'ignore' : { file: options.stdinFile },
     env,
     extendEnv: true,
     timeout: timeoutMs,

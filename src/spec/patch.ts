@@ -2,7 +2,7 @@
  * A change to an existing pipeline (PATCH /api/v1/pipelines/{id}, gRPC UpdatePipeline): a JSON
  * merge patch (RFC 7396) of the pipeline spec, with one rule for `processing`:
  *
- * - `name`, `input`, `output`: merged as RFC 7396 says (an object merges key by key, `null`
+ * - `name`, `input`, `backup`, `fallback`, `failover`, `output`: merged as RFC 7396 says (an object merges key by key, `null`
  *   removes an optional key).
  * - `processing`: the list the pipeline will have, in order. An item whose `plugin` is left out
  *   or equals the plugin of the step at the same index is merged into that step (so `{}` keeps
@@ -14,12 +14,12 @@
  */
 import { Type } from '@sinclair/typebox';
 import { ValidationError } from '../errors.js';
-import { EqBand, PipelineSpec, PLUGINS, type PipelineSpec as Spec } from './schema.js';
+import { EqBand, FailoverPolicy, FallbackFile, PipelineSpec, PLUGINS, SrtInput, type PipelineSpec as Spec } from './schema.js';
 import { compileValidator, joinPath, parsePipelineSpec, type PathStyle } from './validate.js';
 
 type Json = Record<string, unknown>;
 
-const PATCHABLE = ['name', 'input', 'output', 'processing'] as const;
+const PATCHABLE = ['name', 'input', 'backup', 'fallback', 'failover', 'output', 'processing'] as const;
 
 function isObject(value: unknown): value is Json {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -60,6 +60,10 @@ export function applyPipelinePatch(current: Spec, patch: unknown, style: PathSty
   }
   const { processing, ...rest } = patch;
   const merged = mergePatch(current, rest) as Json;
+  // The last of backup and fallback removed takes the policy with it (it is only allowed with one).
+  // A forced input removed hands back to the policy.
+  if ((merged.selection === 'backup' && merged.backup === undefined) || (merged.selection === 'fallback' && merged.fallback === undefined)) delete merged.selection;
+  if ((rest.backup === null || rest.fallback === null) && rest.failover === undefined && merged.backup === undefined && merged.fallback === undefined) delete merged.failover;
   if (processing !== undefined) {
     merged.processing = processing === null ? [] : mergeProcessing(current.processing, processing, style);
   }
@@ -97,6 +101,9 @@ export const PipelinePatch = Type.Object(
   {
     name: Type.Optional(PipelineSpec.properties.name),
     input: Type.Optional(Type.Partial(PipelineSpec.properties.input, { additionalProperties: false })),
+    backup: Type.Optional(Type.Union([Type.Partial(SrtInput, { additionalProperties: false }), Type.Null()], { description: 'null removes the backup' })),
+    fallback: Type.Optional(Type.Union([Type.Partial(FallbackFile, { additionalProperties: false }), Type.Null()], { description: 'null removes the fallback file' })),
+    failover: Type.Optional(Type.Union([Type.Partial(FailoverPolicy, { additionalProperties: false }), Type.Null()], { description: 'null: the defaults' })),
     processing: Type.Optional(Type.Array(PatchStep, { maxItems: 32, description: 'the new list; items merge into the step at their index' })),
     output: Type.Optional(Type.Partial(PipelineSpec.properties.output, { additionalProperties: false })),
   },

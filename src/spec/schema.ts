@@ -116,10 +116,41 @@ export const PRIORITIES = ['high', 'normal'] as const;
 export type Priority = (typeof PRIORITIES)[number];
 export const PriorityField = Type.Unsafe<Priority>({ type: 'string', enum: [...PRIORITIES], default: 'normal' });
 
+/**
+ * A file that plays, looped, when main and backup are both lost (docs/failover.md). The path is
+ * checked and the file decoded when the spec is created or changed (supervisor/fallback-cache.ts):
+ * absolute, normalised, inside the config's `[engine] fallback_dir`, decodable as audio.
+ */
+export const FallbackFile = Type.Object(
+  {
+    type: Type.Literal('file'),
+    path: Type.String({ minLength: 2, maxLength: 1024, pattern: '^/[^\\p{C}]*$', description: 'absolute path of an audio file inside [engine] fallback_dir' }),
+    loop: Type.Literal(true, { default: true, description: 'the file always plays looped' }),
+  },
+  strict,
+);
+
+/** When the clock bridge switches between main, backup and fallback (docs/failover.md). */
+export const FailoverPolicy = Type.Object(
+  {
+    silence_dbfs: Type.Number({ minimum: -90, maximum: 0, default: -50, description: 'short-term level below which an input is silent, dBFS' }),
+    silence_s: Type.Number({ minimum: 1, maximum: 600, default: 10, description: 'silence on main this long switches to a not silent backup, s' }),
+    loss_ms: Type.Integer({ minimum: 50, maximum: 10000, default: 300, description: 'no audio from the input on air this long switches, ms' }),
+    return_s: Type.Number({ minimum: 0, maximum: 600, default: 10, description: 'main healthy this long switches back to it, s' }),
+    fallback_on_silence: Type.Boolean({ default: false, description: 'both inputs silent past silence_s: play the fallback' }),
+  },
+  strict,
+);
+
 export const PipelineSpec = Type.Object(
   {
     name: Type.String({ minLength: 1, maxLength: 128, pattern: '^[^\\p{C}]*$' }),
     input: SrtInput,
+    backup: Type.Optional(SrtInput),
+    fallback: Type.Optional(FallbackFile),
+    failover: Type.Optional(FailoverPolicy),
+    // The input forced on air (POST .../input, docs/failover.md); absent: auto, the policy decides.
+    selection: Type.Optional(Type.Unsafe<'main' | 'backup' | 'fallback'>({ type: 'string', enum: ['main', 'backup', 'fallback'], description: 'the input forced on air; absent: auto' })),
     processing: Type.Array(ProcessingStep, { maxItems: 32, default: [] }),
     output: RtpOutput,
     priority: PriorityField,
@@ -129,6 +160,8 @@ export const PipelineSpec = Type.Object(
 
 export type PipelineSpec = Static<typeof PipelineSpec>;
 export type SrtInput = Static<typeof SrtInput>;
+export type FailoverPolicy = Static<typeof FailoverPolicy>;
+export type FallbackFile = Static<typeof FallbackFile>;
 export type RtpOutput = Static<typeof RtpOutput>;
 export type RedundantLeg = Static<typeof RedundantLeg>;
 export type ProcessingStep = Static<typeof ProcessingStep>;

@@ -3,6 +3,7 @@
  * same JSON shape) go through `parsePipelineSpec`. Strict types (no coercion), unknown fields
  * rejected, defaults filled in, and the first problem reported with the field's path.
  */
+import path from 'node:path';
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import type { TSchema, Static } from '@sinclair/typebox';
 import { ValidationError } from '../errors.js';
@@ -149,6 +150,19 @@ export function parsePipelineSpec(input: unknown, style: PathStyle = REST_BODY):
   const spec = pipelineSpec.parse(input, style);
   // A default that depends on another field, which JSON Schema defaults cannot say.
   if (spec.input.passphrase !== undefined) spec.input.pbkeylen ??= DEFAULT_PBKEYLEN;
+  if (spec.backup?.passphrase !== undefined) spec.backup.pbkeylen ??= DEFAULT_PBKEYLEN;
+  if (spec.backup !== undefined && spec.backup.port === spec.input.port) {
+    throw new ValidationError(`${joinPath(style, ['backup', 'port'])} must differ from ${joinPath(style, ['input', 'port'])} (${spec.input.port})`, ['backup', 'port']);
+  }
+  if (spec.failover !== undefined && spec.backup === undefined && spec.fallback === undefined) {
+    throw new ValidationError(`${joinPath(style, ['failover'])} is only allowed with ${joinPath(style, ['backup'])} or ${joinPath(style, ['fallback'])}`, ['failover']);
+  }
+  if ((spec.selection === 'backup' && spec.backup === undefined) || (spec.selection === 'fallback' && spec.fallback === undefined)) {
+    throw new ValidationError(`${joinPath(style, ['selection'])} ${spec.selection}: the pipeline has no ${spec.selection}`, ['selection']);
+  }
+  if (spec.fallback !== undefined && path.posix.normalize(spec.fallback.path) !== spec.fallback.path) {
+    throw new ValidationError(`${joinPath(style, ['fallback', 'path'])} must be a normalised absolute path (no "..", ".", "//" or trailing "/")`, ['fallback', 'path']);
+  }
   checkRtpOutput(spec.output, (name) => joinPath(style, ['output', name]));
   checkRedundantLeg(spec.output, joinPath(style, ['output', 'redundant', 'host']));
   return spec;

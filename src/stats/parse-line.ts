@@ -102,6 +102,54 @@ export interface ClockBridgeEvent {
   outputRealtime?: boolean;
   /** The input thread runs SCHED_FIFO (priority 5): false before its first buffer and for a paced input; undefined when not said. */
   inputRealtime?: boolean;
+  /** The failover state (active input, selection, each input's health); undefined from an element without it. */
+  failover?: FailoverState;
+}
+
+/** The inputs of a clock bridge, as `active-input` and the failover message name them. */
+export const BRIDGE_INPUTS = ['main', 'backup', 'fallback', 'none'] as const;
+export type BridgeInput = (typeof BRIDGE_INPUTS)[number];
+/** What `select` may force (`auto`: the policy decides). */
+export const SELECTIONS = ['auto', 'main', 'backup', 'fallback'] as const;
+export type Selection = (typeof SELECTIONS)[number];
+export const FAILOVER_REASONS = ['loss', 'silence', 'return', 'manual'] as const;
+export type FailoverReason = (typeof FAILOVER_REASONS)[number];
+
+/** One SRT input's health as the bridge sees it. */
+export interface BridgeInputHealth {
+  /** Delivered audio within failover-loss. */
+  connected: boolean;
+  /** Short-term level, dBFS; -200 for no audio. */
+  levelDb: number;
+  /** How long below the silence level or without audio, seconds; 0 when audible. */
+  silentSeconds: number;
+}
+
+/** The failover fields of the periodic clockbridge message (docs/elements-clockbridge.md). */
+export interface FailoverState {
+  activeInput: BridgeInput;
+  selection: Selection;
+  main: BridgeInputHealth;
+  /** Only when the bridge has a backup pad. */
+  backup?: BridgeInputHealth;
+  /** How long the output has been continuously silent, seconds. */
+  outputSilentSeconds: number;
+}
+
+/** The clock bridge switched inputs (its `failover` message). */
+export interface FailoverEvent {
+  kind: 'failover';
+  element: string;
+  runningTimeNs?: number;
+  from: BridgeInput;
+  to: BridgeInput;
+  reason: FailoverReason;
+  mainLevelDb: number;
+  backupLevelDb: number;
+  mainSilentSeconds: number;
+  backupSilentSeconds: number;
+  /** How long the input left had no audio, seconds. */
+  lostSeconds: number;
 }
 
 
@@ -130,7 +178,7 @@ export interface UdpSendWarningEvent {
   reason: string;
 }
 
-export type StatsEvent = LevelEvent | LoudnessEvent | PipelineStatsEvent | SrtAccessEvent | ClockBridgeEvent | ControlAckEvent | UdpSendWarningEvent;
+export type StatsEvent = LevelEvent | LoudnessEvent | PipelineStatsEvent | SrtAccessEvent | ClockBridgeEvent | FailoverEvent | ControlAckEvent | UdpSendWarningEvent;
 
 const ELEMENT_MESSAGE = /^Got message #\d+ from element "([^"]+)" \(element\): (.*)$/;
 const WARNING_MESSAGE = /^Got message #\d+ from element "([^"]+)" \(warning\): (GstMessageWarning, .*)$/;
@@ -227,8 +275,11 @@ export function parseLine(line: string): StatsEvent | undefined {
         // since the element's real-time threads; absent (or not a boolean) = unknown
         ...(typeof outputRealtime === 'boolean' ? { outputRealtime } : {}),
         ...(typeof inputRealtime === 'boolean' ? { inputRealtime } : {}),
+        ...failoverState(structure),
       };
     }
+    case 'failover':
+      return failoverSwitch(element, structure);
     case 'pipelinestats': {
       const event: PipelineStatsEvent = { kind: 'pipelinestats', element };
       const runningTime = num(structure, 'running-time');
@@ -282,4 +333,42 @@ function controlAck(element: string, s: GstStructure): ControlAckEvent | undefin
   if (version !== 1 || id === undefined || !Number.isSafeInteger(id) || typeof ok !== 'boolean') return undefined;
   if (!ok && typeof error !== 'string') return undefined;
   return { kind: 'enginecontrol', element, id, ok, ...(ok ? {} : { error: error as string }) };
+}
+
+const oneOf = <T extends string>(values: readonly T[], value: GstValue | undefined): T | undefined =>
+  typeof value === 'string' && (values as readonly string[]).includes(value) ? (value as T) : undefined;
+
+function inputHealth(s: GstStructure, prefix: 'main' | 'backup'): BridgeInputHealth | undefined {
+  const connected = s.fields.get(`${prefix}-connected`);
+  const levelDb = num(s, `${prefix}-level`);
+  const silentSeconds = num(s, `${prefix}-silent`);
+  if (typeof connected !== 'boolean' || levelDb === undefined || silentSeconds === undefined) return undefined;
+  return { connected, levelDb, silentSeconds };
+}
+
+/** The failover fields of a clockbridge message: all or nothing (an element before failover has none). */
+function failoverState(s: GstStructure): { failover?: FailoverState } {
+  const activeInput = oneOf(BRIDGE_INPUTS, s.fields.get('active-input'));
+  const selection = oneOf(SELECTIONS, s.fields.get('selection'));
+  const main = inputHealth(s, 'main');
+  const outputSilentSeconds = num(s, 'output-silent');
+  if (activeInput === undefined || selection === undefined || main === undefined || outputSilentSeconds === undefined) return {};
+  const backup = inputHealth(s, 'backup');
+  return { failover: { activeInput, selection, main, ...(backup === undefined ? {} : { backup }), outputSilentSeconds } };
+}
+
+function failoverSwitch(element: string, s: GstStructure): FailoverEvent | undefined {
+  const from = oneOf(BRIDGE_INPUTS, s.fields.get('from'));
+  const to = oneOf(BRIDGE_INPUTS, s.fields.get('to'));
+  const reason = oneOf(FAILOVER_REASONS, s.fields.get('reason'));
+  const values = requireNumbers(s, {
+    mainLevelDb: 'main-level',
+    backupLevelDb: 'backup-level',
+    mainSilentSeconds: 'main-silent',
+    backupSilentSeconds: 'backup-silent',
+    lostSeconds: 'lost',
+  });
+  if (from === undefined || to === undefined || reason === undefined || values === undefined) return undefined;
+  const runningTime = num(s, 'running-time');
+  return { kind: 'failover', element, ...(runningTime === undefined ? {} : { runningTimeNs: runningTime }), from, to, reason, ...values };
 }

@@ -6,7 +6,7 @@
  * its first report and from the moment it ends, so a dead child's values never linger.
  * Pure: the caller passes the clock.
  */
-import type { ClockBridgeEvent, LevelEvent, LoudnessEvent, PipelineStatsEvent, StatsEvent } from './parse-line.js';
+import type { BridgeInput, BridgeInputHealth, ClockBridgeEvent, FailoverEvent, LevelEvent, LoudnessEvent, PipelineStatsEvent, Selection, StatsEvent } from './parse-line.js';
 
 /** Input below this RMS on every channel counts as silence. */
 export const SILENCE_DBFS = -60;
@@ -43,6 +43,45 @@ export interface PipelineStatsLayout {
   loudnessSteps: readonly string[];
   /** The input is SRT: SRT statistics exist. */
   srtInput: boolean;
+  /** The graph has a backup input (its health is reported); absent: none. */
+  backupInput?: boolean;
+}
+
+/** One input's health as clients see it (REST `inputs.main`, `inputs.backup`). */
+export interface InputHealthView {
+  /** Delivered audio within failover.loss_ms (false before the child's first report). */
+  connected: boolean;
+  /** Short-term level, dBFS; null when no audio (or no report). */
+  level_dbfs: number | null;
+  /** How long below failover.silence_dbfs or without audio, seconds; null before the child's first report. */
+  silent_seconds: number | null;
+}
+
+/** The failover fields of a pipeline's view (docs/failover.md). */
+export interface FailoverView {
+  /** The input on air; null before the child's first report. */
+  active_input: BridgeInput | null;
+  inputs: { main: InputHealthView; backup?: InputHealthView };
+}
+
+/** A level at or below this is the bridge's "no audio" (-200 dBFS). */
+const NO_AUDIO_DB = -199;
+
+function healthView(h: BridgeInputHealth | undefined): InputHealthView {
+  if (h === undefined) return { connected: false, level_dbfs: null, silent_seconds: null };
+  return {
+    connected: h.connected,
+    level_dbfs: Number.isFinite(h.levelDb) && h.levelDb > NO_AUDIO_DB ? Math.round(h.levelDb * 10) / 10 : null,
+    silent_seconds: Math.round(h.silentSeconds * 10) / 10,
+  };
+}
+
+/** The key of one failover count: from, to and reason. */
+export interface FailoverCount {
+  from: BridgeInput;
+  to: BridgeInput;
+  reason: FailoverEvent['reason'];
+  count: number;
 }
 
 /** Counts summed over the pipeline's children. */
@@ -140,6 +179,8 @@ export class PipelineStats {
   /** The current child's last reported counts (per connection for SRT). */
   private current = zeroCounts();
   private audioPassed = false;
+  /** Switches of the bridge by from/to/reason, summed over the pipeline's children. */
+  private readonly failovers = new Map<string, FailoverCount>();
 
   constructor(
     private readonly intervalMs: number,
@@ -197,6 +238,13 @@ export class PipelineStats {
         this.count(event);
         this.trackOutput(event, now);
         break;
+      case 'failover': {
+        const key = `${event.from}>${event.to}>${event.reason}`;
+        const entry = this.failovers.get(key) ?? { from: event.from, to: event.to, reason: event.reason, count: 0 };
+        entry.count += 1;
+        this.failovers.set(key, entry);
+        break;
+      }
       case 'srtaccess': // logged by the supervisor (stats/srt-callers.ts), no state here
       case 'enginecontrol': // answers the supervisor's control channel (supervisor/control-channel.ts)
       case 'udp-send-warning': // the output legs' state (stats/output-legs.ts, kept by the supervisor)
@@ -381,5 +429,32 @@ export class PipelineStats {
       output_realtime: c.outputRealtime ?? null,
       input_realtime: c.inputRealtime ?? null,
     };
+  }
+
+  /** Every switch of the bridge so far (all children), by from, to and reason. */
+  failoverCounts(): FailoverCount[] {
+    return [...this.failovers.values()];
+  }
+
+  /** The current child's failover state; undefined before its first report (or from an element without failover). */
+  failoverState(): NonNullable<ClockBridgeEvent['failover']> | undefined {
+    return this.clock?.failover;
+  }
+
+  /** The view's failover fields: backup only when the graph has one. */
+  failoverView(): FailoverView {
+    const state = this.failoverState();
+    return {
+      active_input: state?.activeInput ?? null,
+      inputs: {
+        main: healthView(state?.main),
+        ...(this.layout.backupInput === true ? { backup: healthView(state?.backup) } : {}),
+      },
+    };
+  }
+
+  /** The selection the child reports (null before its first report). */
+  reportedSelection(): Selection | null {
+    return this.clock?.failover?.selection ?? null;
   }
 }

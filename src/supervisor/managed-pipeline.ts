@@ -41,6 +41,8 @@ export interface ManagedPipelineOptions<S extends CompilableSpec> {
   /** 1 for the first spec, +1 with every change. */
   version: number;
   compile: CompileOptions;
+  /** What the compiler gets for a spec (the registry adds its fallback's decoded file); default: the spec itself. */
+  compilable?: (spec: S) => CompilableSpec;
   supervisorDeps: SupervisorDeps;
   /** The supervisor's options; the secrets (descriptors 3, ...) and the control channel come from here. */
   supervisorOptions?: Omit<SupervisorOptions, 'extraInput' | 'controlFd'>;
@@ -84,7 +86,7 @@ export class ManagedPipeline<S extends CompilableSpec> {
   constructor(private readonly options: ManagedPipelineOptions<S>) {
     this.currentSpec = options.spec;
     this.currentVersion = options.version;
-    this.supervisor = new PipelineSupervisor(options.id, compilePipeline(options.spec, options.compile), options.supervisorDeps, {
+    this.supervisor = new PipelineSupervisor(options.id, this.argv(options.spec), options.supervisorDeps, {
       ...options.supervisorOptions,
       extraInput: compileSecrets(options.spec),
       controlFd: CONTROL_FD,
@@ -119,7 +121,7 @@ export class ManagedPipeline<S extends CompilableSpec> {
   adopt(spec: S, version: number): void {
     this.currentSpec = spec;
     this.currentVersion = version;
-    this.supervisor.reconfigure(compilePipeline(spec, this.options.compile), compileSecrets(spec));
+    this.supervisor.reconfigure(this.argv(spec), compileSecrets(spec));
   }
 
   /**
@@ -135,7 +137,7 @@ export class ManagedPipeline<S extends CompilableSpec> {
     const previous = this.currentSpec;
     const plan = planUpdate(previous, next);
     const version = this.currentVersion + 1;
-    const args = compilePipeline(next, this.options.compile);
+    const args = this.argv(next);
     const secrets = compileSecrets(next);
     if (plan.kind === 'restart') {
       await steps.beforeRestart?.(previous, next);
@@ -206,7 +208,11 @@ export class ManagedPipeline<S extends CompilableSpec> {
     };
   }
 
-  private take(spec: S, version: number, args: readonly string[], secrets: readonly Uint8Array[]): void {
+  private argv(spec: S): string[] {
+    return compilePipeline(this.options.compilable?.(spec) ?? spec, this.options.compile);
+  }
+
+  private take(spec: S, version: number, args: readonly string[], secrets: readonly (Uint8Array | null)[]): void {
     this.currentSpec = spec;
     this.currentVersion = version;
     this.supervisor.reconfigure(args, secrets);

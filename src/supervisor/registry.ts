@@ -15,8 +15,8 @@
 import path from 'node:path';
 import type { Logger } from 'pino';
 import type { HostCapacity, PipelineCapacity } from '../capacity/host-capacity.js';
-import type { CompileOptions } from '../compiler/compile.js';
-import { LimitError, NotFoundError, PortInUseError, StorageError, UnavailableError, VersionMismatchError } from '../errors.js';
+import type { CompilableSpec, CompileOptions } from '../compiler/compile.js';
+import { LimitError, NotFoundError, PortInUseError, StorageError, UnavailableError, ValidationError, VersionMismatchError } from '../errors.js';
 import { applyPipelinePatch } from '../spec/patch.js';
 import type { PathStyle } from '../spec/validate.js';
 import { ManagedPipeline, type Applied } from './managed-pipeline.js';
@@ -25,9 +25,14 @@ import { redactInput, type SrtInputView } from '../spec/redact.js';
 import type { PipelineSpec } from '../spec/schema.js';
 import { newPipelineId, PIPELINE_ID } from '../store/ids.js';
 import type { PipelineRecord, PipelineStore } from '../store/pipeline-store.js';
-import type { ClockReport, InputReport } from '../stats/pipeline-stats.js';
+import type { ClockReport, FailoverView, InputReport } from '../stats/pipeline-stats.js';
+import type { Selection } from '../stats/parse-line.js';
 import type { PipelineSupervisor, RuntimeInfo, SupervisorDeps } from './supervisor.js';
 import { outputLegViews, type OutputLegView } from './output-legs-view.js';
+import type { FallbackCache } from './fallback-cache.js';
+import { parseSelectBody, withSelection } from '../spec/select.js';
+import { ELEMENTS, formatValue } from '../compiler/elements.js';
+import { ControlFailure } from './control-channel.js';
 
 /** The state shown for a stored pipeline that the host has no room for yet. */
 export const WAITING_FOR_CAPACITY = 'waiting_for_capacity';
@@ -37,7 +42,7 @@ const WAITING_RETRY_MS = 2000;
 export type PipelineStatus = 'active' | 'failed';
 
 /** A pipeline as clients see it: the record, the status and its child's runtime facts. */
-export interface PipelineView extends Omit<RuntimeInfo, 'state'>, InputReport, PipelineCapacity {
+export interface PipelineView extends Omit<RuntimeInfo, 'state'>, InputReport, PipelineCapacity, FailoverView {
   /** The child's state, or `waiting_for_capacity` (restored, no room yet). */
   state: RuntimeInfo['state'] | typeof WAITING_FOR_CAPACITY;
   id: string;
@@ -46,6 +51,14 @@ export interface PipelineView extends Omit<RuntimeInfo, 'state'>, InputReport, P
   created_at: string;
   /** The input with its passphrase shown as "set". */
   input: SrtInputView;
+  /** The backup input (passphrase shown as "set"); absent without one. */
+  backup?: SrtInputView;
+  /** The fallback file as given; absent without one. */
+  fallback?: PipelineSpec['fallback'];
+  /** The failover policy as given (defaults filled); absent without a backup or fallback. */
+  failover?: PipelineSpec['failover'];
+  /** What the bridge follows: `auto` (the policy) or a forced input, as stored (POST .../input). */
+  selection: Selection;
   processing: PipelineSpec['processing'];
   output: PipelineSpec['output'];
   priority: PipelineSpec['priority'];
@@ -89,6 +102,13 @@ export interface RegistryOptions {
   now: () => Date;
   /** Admission control (capacity/): every start is admitted at its shape's full cost. */
   capacity?: Pick<HostCapacity, 'admit' | 'readmit' | 'tryAdmit' | 'attach' | 'release' | 'pipeline' | 'niceIncrement'>;
+  /** Checks and decodes fallback files (docs/failover.md); without it a spec with a fallback is refused. */
+  fallback?: FallbackCache;
+}
+
+/** The UDP ports a pipeline's SRT listeners bind, each with the field that names it. */
+function inputPorts(spec: PipelineSpec): [string, number][] {
+  return spec.backup === undefined ? [['input.port', spec.input.port]] : [['input.port', spec.input.port], ['backup.port', spec.backup.port]];
 }
 
 export class PipelineRegistry {
@@ -122,6 +142,7 @@ export class PipelineRegistry {
     for (const record of records) {
       this.seq = Math.max(this.seq, record.seq);
       this.addPipeline(record);
+      await this.restoreFallback(record);
     }
     return { loaded: records.length, damaged: damaged.length };
   }
@@ -160,16 +181,23 @@ export class PipelineRegistry {
     if (this.pipelines.size + this.claiming.size >= this.options.maxPipelines) {
       throw new LimitError(`the engine runs at most ${this.options.maxPipelines} pipelines (engine.max_pipelines)`);
     }
-    const port = spec.input.port;
-    this.checkPortAmongOwn(port);
+    const ports = inputPorts(spec);
+    for (const [field, port] of ports) this.checkPortAmongOwn(port, field);
     const id = newPipelineId();
-    this.claiming.set(port, id);
+    for (const [, port] of ports) this.claiming.set(port, id);
     try {
-      const probe = await this.options.probePort(port);
-      if (probe !== 'free') {
-        throw new PortInUseError(port, `input.port ${port} is already in use by another process`);
+      for (const [field, port] of ports) {
+        if ((await this.options.probePort(port)) !== 'free') {
+          throw new PortInUseError(port, `${field} ${port} is already in use by another process`);
+        }
       }
-      this.options.capacity?.admit(id, spec.processing); // refused: nothing stored or started
+      const fallbackFile = await this.prepareFallback(id, spec); // refused: nothing stored or started
+      try {
+        this.options.capacity?.admit(id, spec.processing); // refused: nothing stored or started
+      } catch (error) {
+        await this.options.fallback?.removeAll(id);
+        throw error;
+      }
       const record: PipelineRecord = {
         id,
         seq: ++this.seq,
@@ -180,8 +208,9 @@ export class PipelineRegistry {
         await this.options.store.put(record);
       } catch (error) {
         this.options.capacity?.release(id);
+        if (fallbackFile !== undefined) await this.options.fallback?.removeAll(id);
         // StorageError: the store left nothing behind; the port claim ends below.
-        if (error instanceof StorageError) this.options.log.error({ event: 'store-failed', errno: error.errno, pipeline_id: id, port }, `pipeline not created: ${error.message}`);
+        if (error instanceof StorageError) this.options.log.error({ event: 'store-failed', errno: error.errno, pipeline_id: id, port: spec.input.port }, `pipeline not created: ${error.message}`);
         throw error;
       }
       const pipeline = this.addPipeline(record);
@@ -189,7 +218,7 @@ export class PipelineRegistry {
       else this.admittedWhileHeld.add(id);
       return this.view(pipeline);
     } finally {
-      this.claiming.delete(port);
+      for (const [, port] of ports) this.claiming.delete(port);
     }
   }
 
@@ -232,16 +261,64 @@ export class PipelineRegistry {
       throw new VersionMismatchError(`pipeline ${id} is at version ${version}, not ${expectedVersion}; read it again and retry`);
     }
     const spec = applyPipelinePatch(record.spec, patch, style);
-    const { applied } = await managed.change(spec, {
-      beforeRestart: async () => {
-        if (spec.input.port !== record.spec.input.port) await this.checkNewPort(spec.input.port, id);
-      },
-      persist: async (_spec, nextVersion) => {
-        const next: PipelineRecord = { ...record, spec, version: nextVersion };
-        await this.options.store.put(next);
-        pipeline.record = next;
-      },
-    });
+    // A new or changed fallback (or channels) is decoded before anything is stored; refused: nothing changes.
+    const oldFile = this.compilable(id, record.spec).fallbackFile;
+    let newFile = oldFile;
+    let result: Awaited<ReturnType<typeof managed.change>>;
+    try {
+      result = await managed.change(spec, {
+        beforeRestart: async () => {
+          const old = new Set(inputPorts(record.spec).map(([, port]) => port));
+          for (const [field, port] of inputPorts(spec)) if (!old.has(port)) await this.checkNewPort(port, field, id);
+          if (JSON.stringify([record.spec.fallback, record.spec.output.channels]) !== JSON.stringify([spec.fallback, spec.output.channels])) {
+            newFile = await this.prepareFallback(id, spec);
+          }
+        },
+        persist: async (_spec, nextVersion) => {
+          const next: PipelineRecord = { ...record, spec, version: nextVersion };
+          await this.options.store.put(next);
+          pipeline.record = next;
+        },
+      });
+    } catch (error) {
+      if (newFile !== oldFile) await this.options.fallback?.removeAll(id, oldFile);
+      throw error;
+    }
+    if (newFile !== oldFile) await this.options.fallback?.removeAll(id, newFile);
+    const { applied } = result;
+    return { pipeline: this.view(pipeline), applied };
+  }
+
+  /**
+   * Forces an input on air or hands back to the policy (`{"select": ...}`, docs/failover.md), in
+   * turn with the pipeline's changes. The choice is stored durably first (a new child, after a
+   * crash or a kill -9 of the engine, starts with it: the compiler sets the bridge's `select`),
+   * then sent to the running child (`bridge.select=<nick>`): 'live' once it confirmed,
+   * 'next-start' without a running child. An input the pipeline does not have names `select`.
+   */
+  select(id: string, body: unknown, style: PathStyle): Promise<UpdateResult> {
+    return this.require(id).managed.serialize(() => this.selectNow(id, body, style));
+  }
+
+  private async selectNow(id: string, body: unknown, style: PathStyle): Promise<UpdateResult> {
+    if (this.closing) throw new UnavailableError('the engine is shutting down');
+    const pipeline = this.require(id);
+    const select = parseSelectBody(body, style);
+    const { record, managed, supervisor } = pipeline;
+    const spec = withSelection(record.spec, select, style);
+    const next: PipelineRecord = { ...record, spec, version: (record.version ?? 1) + 1 };
+    await this.options.store.put(next);
+    pipeline.record = next;
+    managed.adopt(spec, next.version ?? 1);
+    let applied: Applied = 'next-start';
+    try {
+      applied = await supervisor.applyLive([{ element: 'bridge', property: 'select', value: formatValue('clockbridge', 'select', ELEMENTS.clockbridge.select, select) }]);
+    } catch (error) {
+      // Stored: a child that did not answer is ended and the next starts with the choice.
+      if (!(error instanceof ControlFailure)) throw error;
+      this.options.log.warn({ event: 'select-failed', pipeline_id: id, reason: error.reason }, `pipeline ${id}: input ${select} stored, not confirmed by the child: ${error.message}`);
+    }
+    this.options.log.info({ event: 'input-selected', pipeline_id: id, select, applied, version: next.version }, `pipeline ${id}: input ${select} selected (${applied})`);
     return { pipeline: this.view(pipeline), applied };
   }
 
@@ -268,6 +345,7 @@ export class PipelineRegistry {
     this.waiting.delete(id);
     this.admittedWhileHeld.delete(id);
     pipeline.managed.release();
+    await this.options.fallback?.removeAll(id);
     this.options.log.info({ event: 'deleted', pipeline_id: id }, `pipeline ${id} deleted`);
   }
 
@@ -289,24 +367,51 @@ export class PipelineRegistry {
     return pipeline;
   }
 
-  /** A changed input port: free among ours and on the host (the pipeline's own old port aside). */
-  private async checkNewPort(port: number, self: string): Promise<void> {
-    this.checkPortAmongOwn(port, self);
+  /** A changed input port: free among ours and on the host (the pipeline's own old ports aside). */
+  private async checkNewPort(port: number, field: string, self: string): Promise<void> {
+    this.checkPortAmongOwn(port, field, self);
     if ((await this.options.probePort(port)) !== 'free') {
-      throw new PortInUseError(port, `input.port ${port} is already in use by another process`);
+      throw new PortInUseError(port, `${field} ${port} is already in use by another process`);
     }
   }
 
-  private checkPortAmongOwn(port: number, self?: string): void {
+  /** `field` (input.port, backup.port) names the port in the error; every input port of every other pipeline counts. */
+  private checkPortAmongOwn(port: number, field: string, self?: string): void {
     const reserved = this.options.reservedPorts.get(port);
-    if (reserved !== undefined) throw new PortInUseError(port, `input.port ${port} is already in use by ${reserved}`);
+    if (reserved !== undefined) throw new PortInUseError(port, `${field} ${port} is already in use by ${reserved}`);
     for (const { record } of this.pipelines.values()) {
-      if (record.id !== self && record.spec.input.port === port) {
-        throw new PortInUseError(port, `input.port ${port} is already in use by pipeline ${record.id}`);
+      if (record.id !== self && inputPorts(record.spec).some(([, p]) => p === port)) {
+        throw new PortInUseError(port, `${field} ${port} is already in use by pipeline ${record.id}`);
       }
     }
     const other = this.claiming.get(port);
-    if (other !== undefined) throw new PortInUseError(port, `input.port ${port} is already in use by pipeline ${other}`);
+    if (other !== undefined) throw new PortInUseError(port, `${field} ${port} is already in use by pipeline ${other}`);
+  }
+
+  /** A stored pipeline whose fallback's decoded copy is gone (a cleaned state dir): decoded again, or logged. */
+  private async restoreFallback(record: PipelineRecord): Promise<void> {
+    const file = this.compilable(record.id, record.spec).fallbackFile;
+    if (file === undefined || (await this.options.fallback?.has(file)) !== false) return;
+    try {
+      await this.prepareFallback(record.id, record.spec);
+    } catch (error) {
+      const reason = error instanceof Error ? error.message : String(error);
+      this.options.log.error({ event: 'fallback-missing', pipeline_id: record.id }, `pipeline ${record.id}: its fallback file could not be decoded again: ${reason}`);
+    }
+  }
+
+  /** What the compiler gets for a pipeline's spec: with the path of its fallback's decoded copy. */
+  private compilable(id: string, spec: PipelineSpec): CompilableSpec {
+    const { fallback } = spec;
+    if (fallback === undefined || this.options.fallback === undefined) return spec;
+    return { ...spec, fallbackFile: this.options.fallback.fileOf(id, fallback, spec.output.channels) };
+  }
+
+  /** Checks and decodes a spec's fallback file (none: undefined); a ValidationError naming fallback.path. */
+  private async prepareFallback(id: string, spec: PipelineSpec): Promise<string | undefined> {
+    if (spec.fallback === undefined) return undefined;
+    if (this.options.fallback === undefined) throw new ValidationError('fallback is not available in this engine', ['fallback']);
+    return this.options.fallback.prepare(id, spec.fallback, spec.output.channels);
   }
 
   /** The one place a pipeline gets its supervisor, held (`pending`) until it is admitted and started. */
@@ -319,6 +424,7 @@ export class PipelineRegistry {
       spec: record.spec,
       version: record.version ?? 1,
       compile: this.options.compile,
+      compilable: (spec) => this.compilable(record.id, spec),
       supervisorDeps: this.options.supervisorDeps,
       supervisorOptions: { niceIncrement },
       capacity: this.options.capacity,
@@ -369,6 +475,11 @@ export class PipelineRegistry {
       status: runtime.state === 'failed' ? 'failed' : 'active',
       created_at: record.created_at,
       input: redactInput(record.spec.input),
+      ...(record.spec.backup === undefined ? {} : { backup: redactInput(record.spec.backup) }),
+      ...(record.spec.fallback === undefined ? {} : { fallback: record.spec.fallback }),
+      ...(record.spec.failover === undefined ? {} : { failover: record.spec.failover }),
+      ...managed.supervisor.stats.failoverView(),
+      selection: record.spec.selection ?? 'auto',
       processing: record.spec.processing,
       output: record.spec.output,
       priority: record.spec.priority,

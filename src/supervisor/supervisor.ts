@@ -8,8 +8,9 @@ import type { ChildProcess, LaunchOptions } from '../process/child.js';
 import { backoffDelay, nextAttempt, type BackoffPolicy } from './backoff.js';
 import { ControlChannel, ControlFailure, type Assignment } from './control-channel.js';
 import { classifyExit, PREROLL_FAILED, type SupervisorKill } from './exit.js';
-import { parseLine, type ClockBridgeEvent, type SrtAccessEvent } from '../stats/parse-line.js';
+import { parseLine, type ClockBridgeEvent, type FailoverEvent, type SrtAccessEvent } from '../stats/parse-line.js';
 import { describeUnderrun, underrunBetween } from '../stats/underruns.js';
+import { describeFailover, failoverReport } from '../stats/failovers.js';
 import { SrtCallerLog } from '../stats/srt-callers.js';
 import { PipelineStats } from '../stats/pipeline-stats.js';
 import { OutputLegs, SendWarningLines, type LegChange } from '../stats/output-legs.js';
@@ -58,7 +59,7 @@ export interface SupervisorOptions {
   /** Also record the supervisor's own events (child started, exited, state) in the output ring. */
   traceInLog?: boolean;
   /** Secrets each child reads from its descriptors 3, 4, ... (LaunchOptions.extraInput). */
-  extraInput?: readonly Uint8Array[];
+  extraInput?: readonly (Uint8Array | null)[];
   /** Niceness added to each child (a normal-priority pipeline's; capacity/model.ts). */
   niceIncrement?: number;
   /** Each child gets a control channel on this descriptor (LaunchOptions.controlFd; see `applyLive()`). */
@@ -123,7 +124,7 @@ export class PipelineSupervisor {
   /** The current child's control channel (with the `controlFd` option). */
   private control: ControlChannel | undefined;
   /** What the next child reads from descriptors 3, ... (reconfigure() replaces the option's). */
-  private extraInput: readonly Uint8Array[] | undefined;
+  private extraInput: readonly (Uint8Array | null)[] | undefined;
 
   constructor(
     readonly id: string,
@@ -140,7 +141,7 @@ export class PipelineSupervisor {
   }
 
   /** The argv (and descriptors) of the next child; the running one is not touched. */
-  reconfigure(args: readonly string[], extraInput: readonly Uint8Array[] | undefined): void {
+  reconfigure(args: readonly string[], extraInput: readonly (Uint8Array | null)[] | undefined): void {
     this.args = args;
     this.extraInput = extraInput;
     // the series a changed graph reports (a loudness step added or removed) exist from the change on
@@ -337,6 +338,7 @@ export class PipelineSupervisor {
           if (event?.kind === 'clockbridge' && this.child === child) this.reportUnderruns(event);
           if (event?.kind === 'udp-send-warning' && this.child === child) this.reportLeg(this.legs.onWarning(event));
           if (event?.kind === 'pipelinestats' && this.child === child) for (const change of this.legs.onReport(event.output?.packets)) this.reportLeg(change);
+          if (event?.kind === 'failover' && this.child === child) this.reportFailover(event);
           if (event !== undefined) stats.apply(event, this.deps.now());
           return;
         }
@@ -392,6 +394,13 @@ export class PipelineSupervisor {
       this.log.info({ event: 'output-leg-recovered', leg, sink: change.sink }, `${this.label}: ${text}`);
     }
     this.output.push(`${new Date(this.deps.now()).toISOString()} engine: ${text}`);
+  }
+
+  /** The bridge switched inputs: one `failover` log line with the figures that triggered it. */
+  private reportFailover(event: FailoverEvent): void {
+    const report = failoverReport(event);
+    this.log.warn({ event: 'failover', ...report }, `${this.label}: ${describeFailover(report)}`);
+    this.note(describeFailover(report));
   }
 
   /** An SRT caller accepted or refused (by libsrt: wrong or missing passphrase): the log and the output ring. */

@@ -252,7 +252,7 @@ void t.test('gRPC without auth', async (t) => {
     const files = fields(fields(await ask(4, 'svc.v1.EngineService')).get(4)?.[0] ?? new Uint8Array()).get(1) ?? [];
     const file = fromBinary(FileDescriptorProtoSchema, files[0] ?? new Uint8Array());
     t.equal(file.package, 'svc.v1');
-    t.same(file.service[0]?.method.map((m) => m.name), ['GetHealth', 'CreatePipeline', 'ListPipelines', 'DeletePipeline', 'StreamMetrics', 'GetPipelineSdp', 'UpdatePipeline', 'ResetLoudness']);
+    t.same(file.service[0]?.method.map((m) => m.name), ['GetHealth', 'CreatePipeline', 'ListPipelines', 'DeletePipeline', 'StreamMetrics', 'GetPipelineSdp', 'UpdatePipeline', 'ResetLoudness', 'SelectInput']);
     const pipeline = file.messageType.find((m) => m.name === 'Pipeline');
     t.same(pipeline?.field.slice(0, 4).map((f) => [f.name, f.number]), [['id', 1], ['name', 2], ['status', 3], ['created_at', 4]]);
     const latency = file.messageType.find((m) => m.name === 'InputConfig')?.field.find((f) => f.name === 'latency');

@@ -38,6 +38,9 @@ function deps(overrides: Partial<EngineServiceDeps['pipelines']> = {}): EngineSe
       resetLoudness: async () => {
         throw new Error('not used here');
       },
+      select: async () => {
+        throw new Error('not used here');
+      },
       entries: () => none.values(),
       size: 0,
       ...overrides,

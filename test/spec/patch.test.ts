@@ -37,7 +37,7 @@ void t.test('a bad patch is a ValidationError naming the field, in the style of 
     [{ input: { port: 70000 } }, 'body/input/port must be <= 65535'],
     [{ input: { type: null } }, 'body/input/type is required'],
     [{ processing: [{ plugin: null }] }, 'body/processing/0/plugin cannot be removed'],
-    [{ version: 3 }, 'body/version is not a known field (a change may name name, input, output, processing)'],
+    [{ version: 3 }, 'body/version is not a known field (a change may name name, input, backup, fallback, failover, output, processing)'],
     ['x', 'body must be an object'],
   ];
   for (const [patch, message] of cases) t.throws(() => applyPipelinePatch(base, patch, REST_BODY), new ValidationError(message), message);

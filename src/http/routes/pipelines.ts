@@ -75,6 +75,12 @@ export function pipelineRoutes(pipelines: PipelineRegistry, describe: DescribePi
       return reply.code(204).send();
     });
 
+    // Forces an input on air or hands back to the policy: {"select": "main"|"backup"|"fallback"|"auto"} (docs/failover.md).
+    app.post('/api/v1/pipelines/:id/input', { schema: { params: IdParams } }, async (request, reply) => {
+      const { pipeline, applied } = await pipelines.select(request.params.id, request.body, REST_BODY);
+      return reply.header('ETag', etagOf(pipeline)).send({ ...describe(pipeline), applied });
+    });
+
     // Starts the pipeline's programme measurement (integrated loudness, LRA, max true peak) again.
     app.post('/api/v1/pipelines/:id/loudness/reset', { schema: { params: IdParams } }, async (request) => {
       const { steps } = await pipelines.resetLoudness(request.params.id);

@@ -227,7 +227,71 @@ export interface CreatePipelineRequest {
     | OutputConfig
     | undefined;
   /** "high" or "normal" (default): under overload the high ones stay real time first. */
-  priority?: string | undefined;
+  priority?:
+    | string
+    | undefined;
+  /** A second SRT input on its own port, decoding all the time (docs/failover.md). Absent: none. */
+  backup?:
+    | InputConfig
+    | undefined;
+  /** When the output switches between input and backup; only with a backup or a fallback. Absent: the defaults. */
+  failover?:
+    | FailoverConfig
+    | undefined;
+  /** A file inside [engine] fallback_dir played, looped, when main and backup are lost. Absent: none. */
+  fallback?: FallbackConfig | undefined;
+}
+
+/** The fallback file (docs/failover.md). */
+export interface FallbackConfig {
+  /** "file". */
+  type: string;
+  /** Absolute, normalised path inside [engine] fallback_dir of an audio file GStreamer decodes. */
+  path: string;
+  /** Always true (the file plays looped); absent: true. */
+  loop?: boolean | undefined;
+}
+
+/** When the clock bridge switches between main and backup (docs/failover.md). */
+export interface FailoverConfig {
+  /** Short-term level below which an input is silent, dBFS: -90 to 0. Default -50. */
+  silence_dbfs?:
+    | number
+    | undefined;
+  /** Main silent this long (backup not) switches to the backup, s: 1-600. Default 10. */
+  silence_s?:
+    | number
+    | undefined;
+  /** No audio from the input on air this long switches, ms: 50-10000. Default 300. */
+  loss_ms?:
+    | number
+    | undefined;
+  /** Main healthy this long switches back to it, s: 0-600. Default 10. */
+  return_s?:
+    | number
+    | undefined;
+  /** Both inputs silent past silence_s: the fallback plays. Default false. */
+  fallback_on_silence?: boolean | undefined;
+}
+
+/** One SRT input's health as the clock bridge sees it. */
+export interface InputHealth {
+  /** Delivered audio within failover.loss_ms. */
+  connected: boolean;
+  /** Short-term level, dBFS; absent when no audio. */
+  level_dbfs?:
+    | number
+    | undefined;
+  /** How long below silence_dbfs or without audio, seconds; absent before the child's first report. */
+  silent_seconds?: number | undefined;
+}
+
+export interface PipelineInputs {
+  main?:
+    | InputHealth
+    | undefined;
+  /** Only when the pipeline has a backup. */
+  backup?: InputHealth | undefined;
 }
 
 export interface Pipeline {
@@ -303,6 +367,31 @@ export interface Pipeline {
     | undefined;
   /** 1 at creation, +1 with every change (UpdatePipelineRequest.if_version). */
   version: number;
+  /** The backup input (passphrase "set" when it has one); absent without one. */
+  backup?:
+    | InputConfig
+    | undefined;
+  /** The failover policy with defaults filled; absent when the request gave none. */
+  failover?:
+    | FailoverConfig
+    | undefined;
+  /**
+   * The input on air: "main", "backup", "fallback" or "none" (nothing audible); absent before the
+   * child's first report.
+   */
+  active_input?:
+    | string
+    | undefined;
+  /** "auto" (the policy decides) or the forced input. */
+  selection: string;
+  /** Each SRT input's health. */
+  inputs?:
+    | PipelineInputs
+    | undefined;
+  /** The fallback file; absent without one. */
+  fallback?:
+    | FallbackConfig
+    | undefined;
   /** The output's legs: the primary, and the ST 2022-7 redundant one when the output has it. */
   output_legs: OutputLeg[];
 }
@@ -357,6 +446,13 @@ export interface PipelineClock {
     | undefined;
   /** Its input thread runs SCHED_FIFO (false before the first input buffer and for a paced input). */
   input_realtime?: boolean | undefined;
+}
+
+export interface SelectInputRequest {
+  /** The pipeline's id ("pl_..."). */
+  id: string;
+  /** "main", "backup", "fallback" or "auto". */
+  select: string;
 }
 
 export interface ResetLoudnessRequest {
@@ -415,7 +511,27 @@ export interface UpdatePipelineRequest {
     | OutputConfig
     | undefined;
   /** When set: refused with FAILED_PRECONDITION unless the pipeline is at this version. */
-  if_version?: number | undefined;
+  if_version?:
+    | number
+    | undefined;
+  /** Fields set here replace the backup's (or add one); type "" keeps it. Restarts the child. */
+  backup?:
+    | InputConfig
+    | undefined;
+  /** Fields set here replace the policy's; live in the running child. */
+  failover?:
+    | FailoverConfig
+    | undefined;
+  /** true: the pipeline's backup (and its failover policy, unless a fallback stays) are removed. */
+  remove_backup?:
+    | boolean
+    | undefined;
+  /** Fields set here replace the fallback's (or add one); type "" keeps it. Restarts the child. */
+  fallback?:
+    | FallbackConfig
+    | undefined;
+  /** true: the pipeline's fallback file is removed. */
+  remove_fallback?: boolean | undefined;
 }
 
 export interface UpdatePipelineResponse {
@@ -1309,7 +1425,16 @@ export const RedundantLeg: MessageFns<RedundantLeg> = {
 };
 
 function createBaseCreatePipelineRequest(): CreatePipelineRequest {
-  return { name: "", input: undefined, processing: [], output: undefined, priority: undefined };
+  return {
+    name: "",
+    input: undefined,
+    processing: [],
+    output: undefined,
+    priority: undefined,
+    backup: undefined,
+    failover: undefined,
+    fallback: undefined,
+  };
 }
 
 export const CreatePipelineRequest: MessageFns<CreatePipelineRequest> = {
@@ -1328,6 +1453,15 @@ export const CreatePipelineRequest: MessageFns<CreatePipelineRequest> = {
     }
     if (message.priority !== undefined) {
       writer.uint32(42).string(message.priority);
+    }
+    if (message.backup !== undefined) {
+      InputConfig.encode(message.backup, writer.uint32(50).fork()).join();
+    }
+    if (message.failover !== undefined) {
+      FailoverConfig.encode(message.failover, writer.uint32(58).fork()).join();
+    }
+    if (message.fallback !== undefined) {
+      FallbackConfig.encode(message.fallback, writer.uint32(66).fork()).join();
     }
     return writer;
   },
@@ -1385,6 +1519,30 @@ export const CreatePipelineRequest: MessageFns<CreatePipelineRequest> = {
             message.priority = reader.string();
             continue;
           }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.backup = InputConfig.decode(reader, reader.uint32());
+            continue;
+          }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.failover = FailoverConfig.decode(reader, reader.uint32());
+            continue;
+          }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.fallback = FallbackConfig.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1411,6 +1569,353 @@ export const CreatePipelineRequest: MessageFns<CreatePipelineRequest> = {
       ? OutputConfig.fromPartial(object.output)
       : undefined;
     message.priority = object.priority ?? undefined;
+    message.backup = (object.backup !== undefined && object.backup !== null)
+      ? InputConfig.fromPartial(object.backup)
+      : undefined;
+    message.failover = (object.failover !== undefined && object.failover !== null)
+      ? FailoverConfig.fromPartial(object.failover)
+      : undefined;
+    message.fallback = (object.fallback !== undefined && object.fallback !== null)
+      ? FallbackConfig.fromPartial(object.fallback)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseFallbackConfig(): FallbackConfig {
+  return { type: "", path: "", loop: undefined };
+}
+
+export const FallbackConfig: MessageFns<FallbackConfig> = {
+  encode(message: FallbackConfig, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.type !== "") {
+      writer.uint32(10).string(message.type);
+    }
+    if (message.path !== "") {
+      writer.uint32(18).string(message.path);
+    }
+    if (message.loop !== undefined) {
+      writer.uint32(24).bool(message.loop);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): FallbackConfig {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseFallbackConfig();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.type = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.path = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.loop = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<FallbackConfig>, I>>(base?: I): FallbackConfig {
+    return FallbackConfig.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<FallbackConfig>, I>>(object: I): FallbackConfig {
+    const message = createBaseFallbackConfig();
+    message.type = object.type ?? "";
+    message.path = object.path ?? "";
+    message.loop = object.loop ?? undefined;
+    return message;
+  },
+};
+
+function createBaseFailoverConfig(): FailoverConfig {
+  return {
+    silence_dbfs: undefined,
+    silence_s: undefined,
+    loss_ms: undefined,
+    return_s: undefined,
+    fallback_on_silence: undefined,
+  };
+}
+
+export const FailoverConfig: MessageFns<FailoverConfig> = {
+  encode(message: FailoverConfig, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.silence_dbfs !== undefined) {
+      writer.uint32(9).double(message.silence_dbfs);
+    }
+    if (message.silence_s !== undefined) {
+      writer.uint32(17).double(message.silence_s);
+    }
+    if (message.loss_ms !== undefined) {
+      writer.uint32(24).int32(message.loss_ms);
+    }
+    if (message.return_s !== undefined) {
+      writer.uint32(33).double(message.return_s);
+    }
+    if (message.fallback_on_silence !== undefined) {
+      writer.uint32(40).bool(message.fallback_on_silence);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): FailoverConfig {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseFailoverConfig();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 9) {
+              break;
+            }
+
+            message.silence_dbfs = reader.double();
+            continue;
+          }
+          case 2: {
+            if (tag !== 17) {
+              break;
+            }
+
+            message.silence_s = reader.double();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.loss_ms = reader.int32();
+            continue;
+          }
+          case 4: {
+            if (tag !== 33) {
+              break;
+            }
+
+            message.return_s = reader.double();
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.fallback_on_silence = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<FailoverConfig>, I>>(base?: I): FailoverConfig {
+    return FailoverConfig.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<FailoverConfig>, I>>(object: I): FailoverConfig {
+    const message = createBaseFailoverConfig();
+    message.silence_dbfs = object.silence_dbfs ?? undefined;
+    message.silence_s = object.silence_s ?? undefined;
+    message.loss_ms = object.loss_ms ?? undefined;
+    message.return_s = object.return_s ?? undefined;
+    message.fallback_on_silence = object.fallback_on_silence ?? undefined;
+    return message;
+  },
+};
+
+function createBaseInputHealth(): InputHealth {
+  return { connected: false, level_dbfs: undefined, silent_seconds: undefined };
+}
+
+export const InputHealth: MessageFns<InputHealth> = {
+  encode(message: InputHealth, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.connected !== false) {
+      writer.uint32(8).bool(message.connected);
+    }
+    if (message.level_dbfs !== undefined) {
+      writer.uint32(17).double(message.level_dbfs);
+    }
+    if (message.silent_seconds !== undefined) {
+      writer.uint32(25).double(message.silent_seconds);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): InputHealth {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseInputHealth();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.connected = reader.bool();
+            continue;
+          }
+          case 2: {
+            if (tag !== 17) {
+              break;
+            }
+
+            message.level_dbfs = reader.double();
+            continue;
+          }
+          case 3: {
+            if (tag !== 25) {
+              break;
+            }
+
+            message.silent_seconds = reader.double();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<InputHealth>, I>>(base?: I): InputHealth {
+    return InputHealth.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<InputHealth>, I>>(object: I): InputHealth {
+    const message = createBaseInputHealth();
+    message.connected = object.connected ?? false;
+    message.level_dbfs = object.level_dbfs ?? undefined;
+    message.silent_seconds = object.silent_seconds ?? undefined;
+    return message;
+  },
+};
+
+function createBasePipelineInputs(): PipelineInputs {
+  return { main: undefined, backup: undefined };
+}
+
+export const PipelineInputs: MessageFns<PipelineInputs> = {
+  encode(message: PipelineInputs, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.main !== undefined) {
+      InputHealth.encode(message.main, writer.uint32(10).fork()).join();
+    }
+    if (message.backup !== undefined) {
+      InputHealth.encode(message.backup, writer.uint32(18).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): PipelineInputs {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBasePipelineInputs();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.main = InputHealth.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.backup = InputHealth.decode(reader, reader.uint32());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<PipelineInputs>, I>>(base?: I): PipelineInputs {
+    return PipelineInputs.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<PipelineInputs>, I>>(object: I): PipelineInputs {
+    const message = createBasePipelineInputs();
+    message.main = (object.main !== undefined && object.main !== null)
+      ? InputHealth.fromPartial(object.main)
+      : undefined;
+    message.backup = (object.backup !== undefined && object.backup !== null)
+      ? InputHealth.fromPartial(object.backup)
+      : undefined;
     return message;
   },
 };
@@ -1440,6 +1945,12 @@ function createBasePipeline(): Pipeline {
     input_state: "",
     clock: undefined,
     version: 0,
+    backup: undefined,
+    failover: undefined,
+    active_input: undefined,
+    selection: "",
+    inputs: undefined,
+    fallback: undefined,
     output_legs: [],
   };
 }
@@ -1514,6 +2025,24 @@ export const Pipeline: MessageFns<Pipeline> = {
     }
     if (message.version !== 0) {
       writer.uint32(184).uint32(message.version);
+    }
+    if (message.backup !== undefined) {
+      InputConfig.encode(message.backup, writer.uint32(194).fork()).join();
+    }
+    if (message.failover !== undefined) {
+      FailoverConfig.encode(message.failover, writer.uint32(202).fork()).join();
+    }
+    if (message.active_input !== undefined) {
+      writer.uint32(210).string(message.active_input);
+    }
+    if (message.selection !== "") {
+      writer.uint32(218).string(message.selection);
+    }
+    if (message.inputs !== undefined) {
+      PipelineInputs.encode(message.inputs, writer.uint32(226).fork()).join();
+    }
+    if (message.fallback !== undefined) {
+      FallbackConfig.encode(message.fallback, writer.uint32(234).fork()).join();
     }
     for (const v of message.output_legs) {
       OutputLeg.encode(v!, writer.uint32(322).fork()).join();
@@ -1718,6 +2247,54 @@ export const Pipeline: MessageFns<Pipeline> = {
             message.version = reader.uint32();
             continue;
           }
+          case 24: {
+            if (tag !== 194) {
+              break;
+            }
+
+            message.backup = InputConfig.decode(reader, reader.uint32());
+            continue;
+          }
+          case 25: {
+            if (tag !== 202) {
+              break;
+            }
+
+            message.failover = FailoverConfig.decode(reader, reader.uint32());
+            continue;
+          }
+          case 26: {
+            if (tag !== 210) {
+              break;
+            }
+
+            message.active_input = reader.string();
+            continue;
+          }
+          case 27: {
+            if (tag !== 218) {
+              break;
+            }
+
+            message.selection = reader.string();
+            continue;
+          }
+          case 28: {
+            if (tag !== 226) {
+              break;
+            }
+
+            message.inputs = PipelineInputs.decode(reader, reader.uint32());
+            continue;
+          }
+          case 29: {
+            if (tag !== 234) {
+              break;
+            }
+
+            message.fallback = FallbackConfig.decode(reader, reader.uint32());
+            continue;
+          }
           case 40: {
             if (tag !== 322) {
               break;
@@ -1772,6 +2349,20 @@ export const Pipeline: MessageFns<Pipeline> = {
       ? PipelineClock.fromPartial(object.clock)
       : undefined;
     message.version = object.version ?? 0;
+    message.backup = (object.backup !== undefined && object.backup !== null)
+      ? InputConfig.fromPartial(object.backup)
+      : undefined;
+    message.failover = (object.failover !== undefined && object.failover !== null)
+      ? FailoverConfig.fromPartial(object.failover)
+      : undefined;
+    message.active_input = object.active_input ?? undefined;
+    message.selection = object.selection ?? "";
+    message.inputs = (object.inputs !== undefined && object.inputs !== null)
+      ? PipelineInputs.fromPartial(object.inputs)
+      : undefined;
+    message.fallback = (object.fallback !== undefined && object.fallback !== null)
+      ? FallbackConfig.fromPartial(object.fallback)
+      : undefined;
     message.output_legs = object.output_legs?.map((e) => OutputLeg.fromPartial(e)) || [];
     return message;
   },
@@ -2062,6 +2653,73 @@ export const PipelineClock: MessageFns<PipelineClock> = {
     message.inserted_silence_seconds = object.inserted_silence_seconds ?? 0;
     message.output_realtime = object.output_realtime ?? undefined;
     message.input_realtime = object.input_realtime ?? undefined;
+    return message;
+  },
+};
+
+function createBaseSelectInputRequest(): SelectInputRequest {
+  return { id: "", select: "" };
+}
+
+export const SelectInputRequest: MessageFns<SelectInputRequest> = {
+  encode(message: SelectInputRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.id !== "") {
+      writer.uint32(10).string(message.id);
+    }
+    if (message.select !== "") {
+      writer.uint32(18).string(message.select);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SelectInputRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSelectInputRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.id = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.select = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<SelectInputRequest>, I>>(base?: I): SelectInputRequest {
+    return SelectInputRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<SelectInputRequest>, I>>(object: I): SelectInputRequest {
+    const message = createBaseSelectInputRequest();
+    message.id = object.id ?? "";
+    message.select = object.select ?? "";
     return message;
   },
 };
@@ -2433,7 +3091,19 @@ export const ProcessingList: MessageFns<ProcessingList> = {
 };
 
 function createBaseUpdatePipelineRequest(): UpdatePipelineRequest {
-  return { id: "", name: undefined, input: undefined, processing: undefined, output: undefined, if_version: undefined };
+  return {
+    id: "",
+    name: undefined,
+    input: undefined,
+    processing: undefined,
+    output: undefined,
+    if_version: undefined,
+    backup: undefined,
+    failover: undefined,
+    remove_backup: undefined,
+    fallback: undefined,
+    remove_fallback: undefined,
+  };
 }
 
 export const UpdatePipelineRequest: MessageFns<UpdatePipelineRequest> = {
@@ -2455,6 +3125,21 @@ export const UpdatePipelineRequest: MessageFns<UpdatePipelineRequest> = {
     }
     if (message.if_version !== undefined) {
       writer.uint32(48).uint32(message.if_version);
+    }
+    if (message.backup !== undefined) {
+      InputConfig.encode(message.backup, writer.uint32(58).fork()).join();
+    }
+    if (message.failover !== undefined) {
+      FailoverConfig.encode(message.failover, writer.uint32(66).fork()).join();
+    }
+    if (message.remove_backup !== undefined) {
+      writer.uint32(72).bool(message.remove_backup);
+    }
+    if (message.fallback !== undefined) {
+      FallbackConfig.encode(message.fallback, writer.uint32(82).fork()).join();
+    }
+    if (message.remove_fallback !== undefined) {
+      writer.uint32(88).bool(message.remove_fallback);
     }
     return writer;
   },
@@ -2520,6 +3205,46 @@ export const UpdatePipelineRequest: MessageFns<UpdatePipelineRequest> = {
             message.if_version = reader.uint32();
             continue;
           }
+          case 7: {
+            if (tag !== 58) {
+              break;
+            }
+
+            message.backup = InputConfig.decode(reader, reader.uint32());
+            continue;
+          }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.failover = FailoverConfig.decode(reader, reader.uint32());
+            continue;
+          }
+          case 9: {
+            if (tag !== 72) {
+              break;
+            }
+
+            message.remove_backup = reader.bool();
+            continue;
+          }
+          case 10: {
+            if (tag !== 82) {
+              break;
+            }
+
+            message.fallback = FallbackConfig.decode(reader, reader.uint32());
+            continue;
+          }
+          case 11: {
+            if (tag !== 88) {
+              break;
+            }
+
+            message.remove_fallback = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -2549,6 +3274,17 @@ export const UpdatePipelineRequest: MessageFns<UpdatePipelineRequest> = {
       ? OutputConfig.fromPartial(object.output)
       : undefined;
     message.if_version = object.if_version ?? undefined;
+    message.backup = (object.backup !== undefined && object.backup !== null)
+      ? InputConfig.fromPartial(object.backup)
+      : undefined;
+    message.failover = (object.failover !== undefined && object.failover !== null)
+      ? FailoverConfig.fromPartial(object.failover)
+      : undefined;
+    message.remove_backup = object.remove_backup ?? undefined;
+    message.fallback = (object.fallback !== undefined && object.fallback !== null)
+      ? FallbackConfig.fromPartial(object.fallback)
+      : undefined;
+    message.remove_fallback = object.remove_fallback ?? undefined;
     return message;
   },
 };
@@ -3020,6 +3756,22 @@ export const EngineServiceService = {
       Buffer.from(ResetLoudnessResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): ResetLoudnessResponse => ResetLoudnessResponse.decode(value),
   },
+  /**
+   * Forces an input on air ("main", "backup", "fallback") or hands back to the policy ("auto"):
+   * stored first (it survives a restart of the engine or the child), then set in the running
+   * child ("live"; "next-start" without one). INVALID_ARGUMENT naming select for an input the
+   * pipeline does not have. docs/failover.md.
+   */
+  selectInput: {
+    path: "/svc.v1.EngineService/SelectInput" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: SelectInputRequest): Buffer => Buffer.from(SelectInputRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): SelectInputRequest => SelectInputRequest.decode(value),
+    responseSerialize: (value: UpdatePipelineResponse): Buffer =>
+      Buffer.from(UpdatePipelineResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): UpdatePipelineResponse => UpdatePipelineResponse.decode(value),
+  },
 } as const;
 
 export interface EngineServiceServer extends UntypedServiceImplementation {
@@ -3057,6 +3809,13 @@ export interface EngineServiceServer extends UntypedServiceImplementation {
    * pipeline without a loudness step or without a running child; NOT_FOUND for an unknown id.
    */
   resetLoudness: handleUnaryCall<ResetLoudnessRequest, ResetLoudnessResponse>;
+  /**
+   * Forces an input on air ("main", "backup", "fallback") or hands back to the policy ("auto"):
+   * stored first (it survives a restart of the engine or the child), then set in the running
+   * child ("live"; "next-start" without one). INVALID_ARGUMENT naming select for an input the
+   * pipeline does not have. docs/failover.md.
+   */
+  selectInput: handleUnaryCall<SelectInputRequest, UpdatePipelineResponse>;
 }
 
 export interface EngineServiceClient extends Client {
@@ -3193,6 +3952,27 @@ export interface EngineServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: ResetLoudnessResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Forces an input on air ("main", "backup", "fallback") or hands back to the policy ("auto"):
+   * stored first (it survives a restart of the engine or the child), then set in the running
+   * child ("live"; "next-start" without one). INVALID_ARGUMENT naming select for an input the
+   * pipeline does not have. docs/failover.md.
+   */
+  selectInput(
+    request: SelectInputRequest,
+    callback: (error: ServiceError | null, response: UpdatePipelineResponse) => void,
+  ): ClientUnaryCall;
+  selectInput(
+    request: SelectInputRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: UpdatePipelineResponse) => void,
+  ): ClientUnaryCall;
+  selectInput(
+    request: SelectInputRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: UpdatePipelineResponse) => void,
   ): ClientUnaryCall;
 }
 
