@@ -48,6 +48,29 @@ export interface TransportView {
   age_ms: number;
 }
 
+/** An input of a pipeline with failover (issue 24): main, backup, or the fallback file. */
+export type InputName = 'main' | 'backup' | 'fallback';
+
+/** One SRT input's figures, as the view's `inputs` has them. */
+export interface InputFigures {
+  connected: boolean;
+  /** Short-term level, dBFS; null without audio. */
+  level_dbfs: number | null;
+  silent_seconds: number;
+}
+
+/** Which input is on air and which the pipeline has (from the view's failover fields). */
+export interface FailoverView {
+  /** The input on air; `none`: nothing audible on air; null before the child's first report. */
+  active_input: InputName | 'none' | null;
+  /** `auto` (the policy decides) or the input forced by hand. */
+  selection: InputName | 'auto';
+  /** The inputs the pipeline has, in this order: main, then backup and fallback when configured. */
+  available: InputName[];
+  main: InputFigures | null;
+  backup: InputFigures | null;
+}
+
 export interface Tile {
   kind: 'pipeline' | 'station';
   /** The id the API knows (`pl_...` or the station id). */
@@ -57,6 +80,8 @@ export interface Tile {
   loudness: LoudnessMeter | null;
   level: LevelMeter | null;
   transport: TransportView | null;
+  /** Which input is on air, for a pipeline with a backup or a fallback; null for any other. */
+  failover: FailoverView | null;
   /** The newest statistics of any kind, ms ago (null: none from this child yet). */
   stats_age_ms: number | null;
 }
@@ -122,6 +147,41 @@ function loudnessStep(view: Record<string, unknown>, element: string): LoudnessS
   return typeof step === 'object' && step !== null ? (step as LoudnessStep) : undefined;
 }
 
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+const ACTIVE = new Set<unknown>(['main', 'backup', 'fallback', 'none']);
+const SELECTION = new Set<unknown>(['auto', 'main', 'backup', 'fallback']);
+
+function figures(v: unknown): InputFigures | null {
+  if (!isObject(v) || typeof v.connected !== 'boolean') return null;
+  return {
+    connected: v.connected,
+    level_dbfs: typeof v.level_dbfs === 'number' && Number.isFinite(v.level_dbfs) ? round(v.level_dbfs) : null,
+    silent_seconds: typeof v.silent_seconds === 'number' && Number.isFinite(v.silent_seconds) ? round(v.silent_seconds) : 0,
+  };
+}
+
+/**
+ * The failover part of a pipeline's view (`active_input`, `selection`, `inputs`, and whether it
+ * has a `backup` or a `fallback`): null for a pipeline with neither (it has nothing to switch),
+ * for a station, and for a view without these fields.
+ */
+export function failoverView(view: Record<string, unknown>): FailoverView | null {
+  const inputs = isObject(view.inputs) ? view.inputs : {};
+  const hasBackup = isObject(view.backup) || isObject(inputs.backup);
+  const hasFallback = isObject(view.fallback);
+  if (!hasBackup && !hasFallback) return null;
+  const available: InputName[] = ['main'];
+  if (hasBackup) available.push('backup');
+  if (hasFallback) available.push('fallback');
+  return {
+    active_input: ACTIVE.has(view.active_input) ? (view.active_input as InputName | 'none') : null,
+    selection: SELECTION.has(view.selection) ? (view.selection as InputName | 'auto') : 'auto',
+    available,
+    main: figures(inputs.main),
+    backup: hasBackup ? figures(inputs.backup) : null,
+  };
+}
+
 const round = (v: number, digits = 1): number => {
   const f = 10 ** digits;
   return Math.round(v * f) / f;
@@ -176,6 +236,7 @@ export class LiveFeed {
             output_packets_per_s: packetsPerS === undefined ? null : Math.round(packetsPerS),
             age_ms: now - clock.transport.at,
           },
+      failover: source.kind === 'pipeline' ? failoverView(view) : null,
       stats_age_ms: ages.length === 0 ? null : now - Math.max(...ages),
     };
   }

@@ -17,7 +17,7 @@ const STATE_SYMBOL = { running: '●', starting: '◐', backoff: '↻', failed: 
 const KNOWN = new Set([
   'id', 'name', 'status', 'state', 'pid', 'restarts', 'last_error', 'exit_code', 'exit_signal', 'state_since', 'next_retry_at',
   'created_at', 'input', 'processing', 'output', 'input_state', 'silence_seconds', 'srt_connected', 'number', 'harbor',
-  'harbor_port', 'latency', 'autostart', 'enabled', 'source', 'output_legs',
+  'harbor_port', 'latency', 'autostart', 'enabled', 'source', 'output_legs', 'active_input', 'selection', 'inputs', 'backup', 'fallback', 'failover',
 ]);
 
 const LEG_SYMBOL = { sending: '●', failed: '✖', idle: '■' };
@@ -32,6 +32,16 @@ function OutputLegs({ legs }) {
   return legs.map((leg) => html`<div key=${leg.leg}><dt>${LEG_LABEL[leg.leg] ?? leg.leg}</dt>
     <dd data-testid=${`leg-${leg.leg}`} class=${`leg leg-${leg.state}`}><span aria-hidden="true">${LEG_SYMBOL[leg.state] ?? '?'}</span> ${`${leg.state} · ${leg.host}:${leg.port}`}${leg.interface ? ` on ${leg.interface}` : ''}${leg.error ? html` · <span class="leg-error">${leg.error}</span>` : ''}</dd></div>`);
 }
+
+/** The input on air (issue 24): a colour (style.css), a symbol and a word each. */
+const ON_AIR = {
+  main: { symbol: '●', word: 'MAIN', note: 'main input on air' },
+  backup: { symbol: '◆', word: 'BACKUP', note: 'backup input on air' },
+  fallback: { symbol: '▲', word: 'FALLBACK', note: 'fallback file on air' },
+  none: { symbol: '○', word: 'NONE', note: 'nothing audible on air' },
+  unknown: { symbol: '?', word: '–', note: 'no report from the child yet' },
+};
+const INPUT_LABEL = { main: 'Main', backup: 'Backup', fallback: 'Fallback' };
 
 function secondsUntil(iso, now) {
   if (typeof iso !== 'string') return null;
@@ -80,6 +90,52 @@ function InputLine({ tile }) {
     ${Object.entries(v).filter(([k, x]) => !KNOWN.has(k) && x !== null && ['string', 'number', 'boolean'].includes(typeof x)).map(([k, x]) =>
       html`<div key=${k}><dt>${k.replace(/_/g, ' ')}</dt><dd>${String(x)}</dd></div>`)}
   </dl>`;
+}
+
+/** One SRT input's state in words: "● −14.2 dBFS", "✖ no audio", "◌ silent 12 s". */
+function inputState(figures) {
+  if (figures === null) return '–';
+  if (!figures.connected) return `✖ no audio${figures.silent_seconds > 0 ? ` · ${Math.round(figures.silent_seconds)} s` : ''}`;
+  const level = figures.level_dbfs === null ? '' : `${fmt(figures.level_dbfs)} dBFS`;
+  if (figures.silent_seconds > 0) return `◌ silent ${Math.round(figures.silent_seconds)} s${level === '' ? '' : ` · ${level}`}`;
+  return `● ${level === '' ? 'audio' : level}`;
+}
+
+/** Which input is on air, each input's state, and the buttons to force one or return to auto. */
+function OnAir({ tile }) {
+  const [message, setMessage] = useState(null);
+  const f = tile.failover;
+  if (f === null) return null;
+  const key = f.active_input ?? 'unknown';
+  const shown = ON_AIR[key];
+  const select = async (choice) => {
+    setMessage(null);
+    const label = choice === 'auto' ? 'Auto' : `Force ${choice}`;
+    try {
+      await api('POST', `/api/v1/pipelines/${tile.id}/input`, { select: choice });
+      setMessage({ kind: 'ok', text: `${label}: done.` });
+    } catch (error) {
+      setMessage({ kind: 'error', text: `${label}: ${error.message}` });
+    }
+  };
+  return html`<section class=${`on-air input-${key}`} aria-label="input on air" data-testid="on-air" data-input=${key} data-selection=${f.selection}>
+    <div class="on-air-line">
+      <span class="on-air-badge" data-testid="on-air-badge" title=${shown.note}><span aria-hidden="true">${shown.symbol}</span> ON AIR: ${shown.word}</span>
+      <span class="selection" data-testid="selection">${f.selection === 'auto' ? 'auto' : html`<strong>⚑ forced by hand</strong>`}</span>
+    </div>
+    <dl class="facts inputs">
+      <div><dt>Main</dt><dd data-testid="input-main">${inputState(f.main)}</dd></div>
+      ${f.available.includes('backup') && html`<div><dt>Backup</dt><dd data-testid="input-backup">${inputState(f.backup)}</dd></div>`}
+      ${f.available.includes('fallback') && html`<div><dt>Fallback</dt><dd>file${tile.view.fallback?.loop === false ? '' : ', looped'}</dd></div>`}
+    </dl>
+    <div class="actions" role="group" aria-label="choose the input on air">
+      <button type="button" class="small" aria-pressed=${f.selection === 'auto'} onClick=${() => select('auto')}
+        title="Let the failover policy choose (loss, silence, return)">Auto</button>
+      ${f.available.map((input) => html`<button type="button" class="small" key=${input} aria-pressed=${f.selection === input}
+        onClick=${() => select(input)} title=${`Put the ${input} input on air and keep it there`}>Force ${INPUT_LABEL[input].toLowerCase()}</button>`)}
+    </div>
+    <${Message} message=${message} />
+  </section>`;
 }
 
 function Meters({ tile, stale }) {
@@ -160,6 +216,7 @@ export function Tile({ tile, frameAge, silenceAlertS, series, version, now }) {
     ${title !== null && html`<p class="now-playing">♪ ${title}</p>`}
     ${stale && html`<p class="flag stale-flag" role="status" data-testid="stale">‖ STALE: no update for ${Math.round((statsAge ?? frameAge) / 1000)} s</p>`}
     ${silent && html`<p class="flag silence-flag" role="status" data-testid="silence">◌ ${v.input_state === 'waiting' ? 'NO INPUT' : 'SILENCE'} ${Math.round(v.silence_seconds)} s</p>`}
+    <${OnAir} tile=${tile} />
     <${Why} view=${v} />
     <${InputLine} tile=${tile} />
     <${Meters} tile=${tile} stale=${meterStale} />
