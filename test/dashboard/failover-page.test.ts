@@ -1,0 +1,159 @@
+/**
+ * The page's failover part (issue 24) in a real browser (Debian's chromium, playwright-core)
+ * against the real engine: a pipeline with a main and a backup SRT input, each fed by ffmpeg
+ * (main 1 kHz, backup 440 Hz), its RTP output received and its tone measured. The tile says which
+ * input is on air in a word and a symbol (not colour alone), offers buttons only for the inputs
+ * the pipeline has, and its buttons switch what is heard; a pipeline without a backup shows no
+ * failover controls. Screenshots go to test-artifacts/.
+ */
+import t from 'tap';
+import type { Page } from 'playwright-core';
+import { api, eventually, startEngine, TEST_SRT_LATENCY_MS } from '../helpers/engine-process.js';
+import { freeUdpPort } from '../helpers/ports.js';
+import { RtpReceiver } from '../helpers/rtp-receiver.js';
+import { sendSine } from '../helpers/srt-sender.js';
+import { dashboardOf } from '../helpers/stations.js';
+import { artifact, launchBrowser } from '../helpers/browser.js';
+
+interface FailoverPipeline {
+  id: string;
+  active_input: string | null;
+  selection: string;
+}
+
+/** The main frequency of the left channel over the last second received, Hz (zero crossings). */
+async function heardHz(rtp: RtpReceiver): Promise<number> {
+  rtp.reset();
+  await new Promise((resolve) => setTimeout(resolve, 1500));
+  const samples = rtp.interleaved(0.3, 0.1);
+  let crossings = 0;
+  for (let i = 2; i < samples.length; i += 2) if (((samples[i - 2] ?? 0) < 0) !== ((samples[i] ?? 0) < 0)) crossings++;
+  const seconds = samples.length / 2 / 48000;
+  return seconds > 0 ? crossings / 2 / seconds : 0;
+}
+
+/** What the tile's on-air part shows: the input (data-input), the selection and the badge text. */
+async function onAir(page: Page, id: string): Promise<{ input: string | null; selection: string | null; text: string }> {
+  const section = page.locator(`article[data-id="${id}"] [data-testid="on-air"]`);
+  return {
+    input: await section.getAttribute('data-input'),
+    selection: await section.getAttribute('data-selection'),
+    text: (await section.locator('[data-testid="on-air-badge"]').textContent()) ?? '',
+  };
+}
+
+/**
+ * Whether this build's engine takes a `backup` input (issue 24's engine part). The probe is
+ * refused either way (output port 0), so nothing is stored: without the part, the refusal names
+ * `backup` as an unknown field.
+ */
+async function engineHasBackup(engine: { url: string }): Promise<boolean> {
+  const probe = await api(engine, 'POST', '/api/v1/pipelines', {
+    name: 'probe',
+    input: { type: 'srt', port: await freeUdpPort(), latency: TEST_SRT_LATENCY_MS },
+    backup: { type: 'srt', port: await freeUdpPort(), latency: TEST_SRT_LATENCY_MS },
+    processing: [],
+    output: { type: 'rtp', host: '127.0.0.1', port: 0 },
+  });
+  if (probe.status !== 400) throw new Error(`the probe with output port 0 was not refused: ${probe.status} ${probe.text}`);
+  return !/backup is not a known field/.test(probe.text);
+}
+
+void t.test('the tile shows the input on air and switches it, with real senders on main and backup', async (t) => {
+  const rtp = await RtpReceiver.open(0, { receiveBufferBytes: 4 << 20 });
+  const plainRtp = await RtpReceiver.open();
+  t.teardown(() => Promise.all([rtp.close(), plainRtp.close()]));
+  const engine = await startEngine(t);
+  const skip = (await engineHasBackup(engine)) ? false : 'this engine has no backup input yet (issue 24: the engine part, branch failover-engine)';
+  await t.test('with a real pipeline on main and backup', { skip }, async (t) => {
+    const dashboard = dashboardOf(engine);
+    const [mainPort, backupPort, plainPort] = [await freeUdpPort(), await freeUdpPort(), await freeUdpPort()];
+    const created = await api<FailoverPipeline>(engine, 'POST', '/api/v1/pipelines', {
+      name: 'Breakfast with backup',
+      input: { type: 'srt', port: mainPort, latency: TEST_SRT_LATENCY_MS },
+      backup: { type: 'srt', port: backupPort, latency: TEST_SRT_LATENCY_MS },
+      failover: { return_s: 2 },
+      processing: [],
+      output: { type: 'rtp', host: '127.0.0.1', port: rtp.port },
+    });
+    t.equal(created.status, 201, `created with a backup: ${created.status} ${created.status === 201 ? '' : created.text}`);
+    const id = created.body.id;
+    const plain = await api<FailoverPipeline>(engine, 'POST', '/api/v1/pipelines', {
+      name: 'No backup',
+      input: { type: 'srt', port: plainPort, latency: TEST_SRT_LATENCY_MS },
+      processing: [],
+      output: { type: 'rtp', host: '127.0.0.1', port: plainRtp.port },
+    });
+    t.equal(plain.status, 201, 'and one without');
+
+    const main = sendSine({ port: mainPort, amplitude: 0.2, frequency: 1000, seconds: 150 });
+    const backup = sendSine({ port: backupPort, amplitude: 0.1, frequency: 440, seconds: 150 });
+    t.teardown(() => {
+      main.stop();
+      backup.stop();
+    });
+
+    const browser = await launchBrowser(t);
+    const page = await browser.newPage();
+    const pageErrors: string[] = [];
+    page.on('pageerror', (error) => pageErrors.push(error.message));
+    await page.goto(`${dashboard.url}/`);
+    const tile = page.locator(`article[data-id="${id}"]`);
+    await tile.waitFor({ timeout: 15_000 });
+    const plainTile = page.locator(`article[data-id="${plain.body.id}"]`);
+    await plainTile.waitFor({ timeout: 15_000 });
+    t.equal(await plainTile.locator('[data-testid="on-air"]').count(), 0, 'the pipeline without a backup shows no failover part');
+    t.equal(await plainTile.getByRole('button', { name: /^Force / }).count(), 0, 'and no button to force an input');
+
+    // Main on air, in words and a symbol; buttons for auto, main and backup only (no fallback file).
+    await eventually(async () => ((await onAir(page, id)).input === 'main' ? true : undefined), 40_000, 'the tile to show MAIN on air');
+    const mainShown = await onAir(page, id);
+    t.match(mainShown.text, /● ON AIR: MAIN/, `the badge says it with a symbol and a word: "${mainShown.text.trim()}"`);
+    t.equal(mainShown.selection, 'auto');
+    const buttons = await tile.locator('[data-testid="on-air"] button').allTextContents();
+    t.same(buttons.map((b) => b.trim()), ['Auto', 'Force main', 'Force backup'], 'buttons for the inputs the pipeline has');
+    await eventually(async () => ((await tile.locator('[data-testid="input-backup"]').textContent())?.includes('dBFS') === true ? true : undefined), 20_000, 'the backup\'s level on the tile');
+    const mainHz = await heardHz(rtp);
+    t.ok(Math.abs(mainHz - 1000) < 50, `the output carries main's 1 kHz: ${mainHz.toFixed(0)} Hz`);
+    await page.screenshot({ path: artifact('failover-main-1280x720.png') });
+
+    // Force the backup from the page: stored, on air, heard.
+    await tile.getByRole('button', { name: 'Force backup' }).click();
+    t.match(await tile.locator('[data-testid="on-air"] .message').textContent({ timeout: 10_000 }), /Force backup: done/, 'the page reports the choice');
+    const forced = await eventually(async () => {
+      const view = (await api<FailoverPipeline>(engine, 'GET', `/api/v1/pipelines/${id}`)).body;
+      return view.selection === 'backup' && view.active_input === 'backup' ? view : undefined;
+    }, 10_000, 'the engine to put the backup on air');
+    t.equal(forced.selection, 'backup', 'the API says the backup is forced');
+    await eventually(async () => ((await onAir(page, id)).input === 'backup' ? true : undefined), 10_000, 'the tile to show BACKUP');
+    const backupShown = await onAir(page, id);
+    t.match(backupShown.text, /◆ ON AIR: BACKUP/, `the badge: "${backupShown.text.trim()}"`);
+    t.match(await tile.locator('[data-testid="selection"]').textContent(), /forced by hand/, 'and says it is forced');
+    t.equal(await tile.getByRole('button', { name: 'Force backup' }).getAttribute('aria-pressed'), 'true', 'the pressed button is marked');
+    const backupHz = await heardHz(rtp);
+    t.ok(Math.abs(backupHz - 440) < 30, `the output carries the backup's 440 Hz: ${backupHz.toFixed(0)} Hz`);
+    await page.screenshot({ path: artifact('failover-forced-backup-1280x720.png') });
+
+    // Back to auto: the policy returns to the healthy main (return_s 2).
+    await tile.getByRole('button', { name: 'Auto' }).click();
+    await eventually(async () => {
+      const shown = await onAir(page, id);
+      return shown.selection === 'auto' && shown.input === 'main' ? true : undefined;
+    }, 20_000, 'the tile to show MAIN on auto again');
+    t.pass('auto from the page: main on air again');
+
+    // The main sender goes: the policy puts the backup on air and the tile says so, on auto.
+    main.stop();
+    await eventually(async () => {
+      const shown = await onAir(page, id);
+      return shown.selection === 'auto' && shown.input === 'backup' ? true : undefined;
+    }, 20_000, 'the tile to show BACKUP after the main sender stopped');
+    t.match(await tile.locator('[data-testid="input-main"]').textContent(), /no audio/, 'the main input shows "no audio"');
+    await page.screenshot({ path: artifact('failover-lost-main-1280x720.png') });
+    await page.setViewportSize({ width: 390, height: 844 });
+    await tile.scrollIntoViewIfNeeded();
+    await page.screenshot({ path: artifact('failover-phone-390x844.png') });
+
+    t.same(pageErrors, [], 'no script errors on the page');
+  });
+});
