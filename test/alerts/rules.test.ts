@@ -35,19 +35,21 @@ function rulesOf(text: string): { alert: string; expr: string }[] {
   return rules;
 }
 
-/** Every sample name the engine's registry can expose (histograms and summaries with their suffixes). */
-async function engineMetricNames(): Promise<Set<string>> {
+/** Every sample name the engine's registry can expose (histograms and summaries with their suffixes), with its label names. */
+async function engineMetricNames(): Promise<Map<string, Set<string>>> {
   const ptp: { status: PtpStatus } = {
     status: { state: 'unavailable', grandmaster_id: null, domain: null, offset_seconds: null, port_states: [], clock_id: null },
   };
   const capacity = { headroomRatio: () => 1, overloaded: () => false, pipeline: () => ({ realtime_ratio: null, behind: false }) };
   const registry = createMetrics({ entries: () => [] }, '0.0.0', capacity);
   registerPtpMetrics(registry, ptp);
-  const names = new Set<string>();
+  const names = new Map<string, Set<string>>();
   for (const metric of (await registry.getMetricsAsJSON())) {
     const type = String(metric.type);
     const suffixes = type === 'histogram' ? ['_bucket', '_sum', '_count'] : type === 'summary' ? ['', '_sum', '_count'] : [''];
-    for (const suffix of suffixes) names.add(`${metric.name}${suffix}`);
+    // prom-client keeps a metric's label names on the instance; its typings do not list them.
+    const declared = (registry.getSingleMetric(metric.name) as unknown as { labelNames?: readonly string[] } | undefined)?.labelNames ?? [];
+    for (const suffix of suffixes) names.set(`${metric.name}${suffix}`, new Set(declared));
   }
   return names;
 }
@@ -89,5 +91,13 @@ void t.test('every metric a rule reads is one the engine exposes', async (t) => 
       continue;
     }
     for (const name of used) t.ok(exposed.has(name), `${alert}: ${name} is in the engine's registry`);
+    // The labels each selector matches on are the metric's own (or the ones Prometheus adds).
+    for (const [, name, matchers] of expr.matchAll(/\b(audio_engine_[a-z0-9_]+)\{([^}]*)\}/g)) {
+      const labels = exposed.get(name ?? '');
+      if (labels === undefined) continue;
+      for (const [, label] of (matchers ?? '').matchAll(/([a-z_]+)\s*(?:=~|!~|!=|=)/g)) {
+        t.ok(labels.has(label ?? '') || label === 'instance' || label === 'job', `${alert}: ${name} has the label ${label ?? ''}`);
+      }
+    }
   }
 });
