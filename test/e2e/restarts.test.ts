@@ -38,6 +38,11 @@ const PER_PIPELINE = [
   'audio_engine_pipeline_realtime_ratio', 'audio_engine_pipeline_input_clock_drift_ppm', 'audio_engine_pipeline_jitter_buffer_seconds',
   'audio_engine_pipeline_jitter_buffer_underruns_total', 'audio_engine_pipeline_jitter_buffer_overruns_total', 'audio_engine_pipeline_latency_seconds',
   'audio_engine_pipeline_inserted_silence_seconds_total', 'audio_engine_pipeline_output_realtime',
+  // Failover (docs/failover.md): the main input's series exist for every pipeline.
+  'audio_engine_pipeline_active_input', 'audio_engine_pipeline_input_connected', 'audio_engine_pipeline_input_level_dbfs',
+  'audio_engine_pipeline_input_silence_seconds', 'audio_engine_pipeline_output_silence_seconds',
+  // Output legs (docs/aes67.md): the primary leg's.
+  'audio_engine_pipeline_output_leg_up',
 ];
 
 const get = async (engine: EngineProcess, id: string): Promise<PipelineView> => (await api<PipelineView>(engine, 'GET', `/api/v1/pipelines/${id}`)).body;

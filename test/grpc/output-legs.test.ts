@@ -19,6 +19,7 @@ void t.test('both legs, one failed, survive the wire', async (t) => {
     input: { type: 'srt', port: 9000, latency: 120 }, processing: [], output: spec.output, priority: 'normal',
     state: 'running', pid: 42, restarts: 0, last_error: null, exit_code: null, exit_signal: null, state_since: '2026-11-27T05:00:00.000Z',
     next_retry_at: null, input_state: 'receiving', silence_seconds: 0, srt_connected: true, realtime_ratio: 1, behind: false, clock: null, version: 1,
+    active_input: 'main', selection: 'auto', inputs: { main: { connected: true, level_dbfs: -20, silent_seconds: 0 } },
     output_legs: [
       { leg: 'primary', host: '239.69.11.1', port: 5004, interface: null, state: 'sending', error: null },
       { leg: 'redundant', host: '239.69.12.1', port: 5004, interface: 'eth1', state: 'failed', error: 'Error sending message: Network is unreachable' },

@@ -77,7 +77,7 @@ void t.test('gRPC PipelineClock: output_realtime 9 and input_realtime 10, absent
     id: 'pl_x', name: 'x', status: 'active', created_at: '', version: 1, state: 'running', pid: 1, restarts: 0, last_error: null, exit_code: null, exit_signal: null,
     state_since: '', next_retry_at: null, priority: 'normal', realtime_ratio: null, behind: false, input_state: 'receiving',
     input: { type: 'srt', port: 9000, latency: 120 }, processing: [], clock,
-    active_input: null, selection: 'auto', inputs: { main: { connected: false, level_dbfs: null, silent_seconds: null } },
+    active_input: null, selection: 'auto', inputs: { main: { connected: false, level_dbfs: null, silent_seconds: null } }, output_legs: [],
     output: { type: 'rtp', host: '127.0.0.1', port: 5004, ttl: 16, channels: 2, encoding: 'L24', ptime: 1, payload_type: 96, dscp: 34 },
   }) as unknown as PipelineView;
   const sent = pipelineToProto(view(known), '').clock;
