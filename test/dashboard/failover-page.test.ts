@@ -156,8 +156,8 @@ void t.test('the tile shows the input on air and switches it, with real senders 
     t.equal(await heardWhileOnAir(engine, id, rtp, 'main'), 'main', 'the output carries main\'s 1 kHz');
     await page.screenshot({ path: artifact('failover-main-1280x720.png') });
 
-    // Force the backup from the page: stored, on air, heard. The select route is issue 24's
-    // engine part (branch failover-engine); until it is there, this part is skipped, said so.
+    // Force the backup from the page: stored, on air, heard (the select route, docs/failover.md).
+    // An engine without the route (404) skips this part, saying so.
     const route = await api(engine, 'POST', `/api/v1/pipelines/${id}/input`, { select: 'auto' });
     await t.test('forcing an input from the page', { skip: route.status === 404 ? `this engine has no select route yet: ${route.text}` : false }, async (t) => {
       await tile.getByRole('button', { name: 'Force backup' }).click();
