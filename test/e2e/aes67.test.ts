@@ -10,9 +10,9 @@
  * Both namespaces and every process in them are removed in the teardown.
  */
 import type { ChildProcess } from 'node:child_process';
+import { collectLines } from '../helpers/child-lines.js';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { parse as parseSdp } from 'sdp-transform';
 import t from 'tap';
@@ -43,19 +43,6 @@ interface SessionsBody {
 function clockIdentityOfMac(mac: string): string {
   const b = mac.toUpperCase().split(':');
   return [b[0], b[1], b[2], 'FF', 'FE', b[3], b[4], b[5]].join('-');
-}
-
-/** Lines of a child's stdout, collected; resolves `ready` on the first line equal to "ready". */
-function collectLines(child: ChildProcess): { lines: string[]; ready: Promise<void> } {
-  const lines: string[] = [];
-  const ready = new Promise<void>((resolve) => {
-    if (child.stdout === null) return;
-    createInterface({ input: child.stdout }).on('line', (line) => {
-      lines.push(line);
-      if (line === 'ready') resolve();
-    });
-  });
-  return { lines, ready };
 }
 
 function exited(child: ChildProcess): Promise<number | null> {

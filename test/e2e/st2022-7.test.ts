@@ -10,9 +10,9 @@
  * leg goes on without a gap, the child keeps running (same pid, no restart), the pipeline says
  * its redundant leg failed (view, metric, log); the interface back up: both legs again.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
+import { collectLines } from '../helpers/child-lines.js';
 import path from 'node:path';
-import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { parse as parseSdp } from 'sdp-transform';
 import t from 'tap';
@@ -26,18 +26,6 @@ const HELPERS = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../h
 
 /** [sequence, timestamp, ssrc, crc32 of the payload] */
 type Packet = [number, number, number, number];
-
-function collectLines(child: ChildProcess): { lines: string[]; ready: Promise<void> } {
-  const lines: string[] = [];
-  const ready = new Promise<void>((resolve) => {
-    if (child.stdout === null) return;
-    createInterface({ input: child.stdout }).on('line', (line) => {
-      lines.push(line);
-      if (line === 'ready') resolve();
-    });
-  });
-  return { lines, ready };
-}
 
 /** Sequence steps other than +1 (mod 2^16) in a leg's packets: [from, to] pairs. */
 function gaps(packets: readonly Packet[]): [number, number][] {
