@@ -35,19 +35,23 @@ export function killNamespaceProcesses(ns: string): void {
   }
 }
 
+/** Adds the namespaces; the test's teardown kills what runs in them and deletes them, even on failure. */
+function addNamespaces(t: Test, names: string[]): void {
+  t.teardown(() => {
+    for (const ns of names) {
+      killNamespaceProcesses(ns);
+      spawnSync('ip', ['netns', 'del', ns]);
+    }
+  });
+  for (const ns of names) ip('netns', 'add', ns);
+}
+
 export function createNetnsPair(t: Test, tag: string): NetnsPair {
   const id = `${tag}${process.pid % 100000}`;
   const subnet = `10.${100 + (process.pid % 100)}.${Math.floor(Math.random() * 250)}`;
   const a = { ns: `${id}a`, ifname: `${id}a`.slice(0, 15), address: `${subnet}.1`, mac: '' };
   const b = { ns: `${id}b`, ifname: `${id}b`.slice(0, 15), address: `${subnet}.2`, mac: '' };
-  t.teardown(() => {
-    for (const side of [a, b]) {
-      killNamespaceProcesses(side.ns);
-      spawnSync('ip', ['netns', 'del', side.ns]);
-    }
-  });
-  ip('netns', 'add', a.ns);
-  ip('netns', 'add', b.ns);
+  addNamespaces(t, [a.ns, b.ns]);
   ip('link', 'add', a.ifname, 'type', 'veth', 'peer', 'name', b.ifname);
   for (const side of [a, b]) {
     ip('link', 'set', side.ifname, 'netns', side.ns);
@@ -105,14 +109,7 @@ export function createDualNetwork(t: Test, tag: string): DualNetwork {
   const nets = [subnet(0), subnet(1)];
   const a = { ns: `${id}a`, legs: nets.map((net, i) => ({ ifname: `${id}a${i + 1}`.slice(0, 15), address: `${net}.1` })) };
   const b = { ns: `${id}b`, legs: nets.map((net, i) => ({ ifname: `${id}b${i + 1}`.slice(0, 15), address: `${net}.2` })) };
-  t.teardown(() => {
-    for (const side of [a, b]) {
-      killNamespaceProcesses(side.ns);
-      spawnSync('ip', ['netns', 'del', side.ns]);
-    }
-  });
-  ip('netns', 'add', a.ns);
-  ip('netns', 'add', b.ns);
+  addNamespaces(t, [a.ns, b.ns]);
   nets.forEach((_, i) => {
     const [ea, eb] = [a.legs[i], b.legs[i]];
     if (ea === undefined || eb === undefined) return;
