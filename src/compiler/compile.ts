@@ -305,7 +305,7 @@ function udpsink(output: PipelineSpec['output'], leg: { name: string; host: stri
     'auto-multicast': true,
     'qos-dscp': output.dscp,
     sync: true,
-    // The graph's processing margin is the bridge's own (its LATENCY answer: one chunk + 3 ms);
+    // The graph's processing margin is the bridge's own (its LATENCY answer: one chunk + LATENCY_MARGIN, 1 ms);
     // udpsink's default deadline would add 20 ms to every packet's delay.
     'processing-deadline': 0,
     // A live SRT graph must not wait for preroll. A stdin graph: with async=false, before the
