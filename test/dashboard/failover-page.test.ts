@@ -74,30 +74,12 @@ async function onAir(page: Page, id: string): Promise<{ input: string | null; se
   }));
 }
 
-/**
- * Whether this build's engine takes a `backup` input (issue 24's engine part). The probe is
- * refused either way (output port 0), so nothing is stored: without the part, the refusal names
- * `backup` as an unknown field.
- */
-async function engineHasBackup(engine: { url: string }): Promise<boolean> {
-  const probe = await api(engine, 'POST', '/api/v1/pipelines', {
-    name: 'probe',
-    input: { type: 'srt', port: await freeUdpPort(), latency: TEST_SRT_LATENCY_MS },
-    backup: { type: 'srt', port: await freeUdpPort(), latency: TEST_SRT_LATENCY_MS },
-    processing: [],
-    output: { type: 'rtp', host: '127.0.0.1', port: 0 },
-  });
-  if (probe.status !== 400) throw new Error(`the probe with output port 0 was not refused: ${probe.status} ${probe.text}`);
-  return !/backup is not a known field/.test(probe.text);
-}
-
 void t.test('the tile shows the input on air and switches it, with real senders on main and backup', async (t) => {
   const rtp = await RtpReceiver.open(0, { receiveBufferBytes: 4 << 20 });
   const plainRtp = await RtpReceiver.open();
   t.teardown(() => Promise.all([rtp.close(), plainRtp.close()]));
   const engine = await startEngine(t);
-  const skip = (await engineHasBackup(engine)) ? false : 'this engine has no backup input yet (issue 24: the engine part, branch failover-engine)';
-  await t.test('with a real pipeline on main and backup', { skip }, async (t) => {
+  await t.test('with a real pipeline on main and backup', async (t) => {
     const dashboard = dashboardOf(engine);
     const [mainPort, backupPort, plainPort] = [await freeUdpPort(), await freeUdpPort(), await freeUdpPort()];
     const created = await api<FailoverPipeline>(engine, 'POST', '/api/v1/pipelines', {
@@ -157,9 +139,9 @@ void t.test('the tile shows the input on air and switches it, with real senders 
     await page.screenshot({ path: artifact('failover-main-1280x720.png') });
 
     // Force the backup from the page: stored, on air, heard (the select route, docs/failover.md).
-    // An engine without the route (404) skips this part, saying so.
     const route = await api(engine, 'POST', `/api/v1/pipelines/${id}/input`, { select: 'auto' });
-    await t.test('forcing an input from the page', { skip: route.status === 404 ? `this engine has no select route yet: ${route.text}` : false }, async (t) => {
+    t.equal(route.status, 200, `the select route takes "auto": ${route.text}`);
+    await t.test('forcing an input from the page', async (t) => {
       await tile.getByRole('button', { name: 'Force backup' }).click();
       t.match(await tile.locator('[data-testid="on-air"] .message').textContent({ timeout: 10_000 }), /Force backup: done/, 'the page reports the choice');
       const forced = await eventually(async () => {
