@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """RTP timing receiver for the clock e2e tests: the kernel's receive time of every packet.
 
-    rtp-timing.py SECONDS
+    rtp-timing.py SECONDS [PAYLOAD_FILE]
 
 Binds a UDP socket on 127.0.0.1 (ephemeral port, SO_TIMESTAMPNS, 8 MiB receive buffer, forced past
 net.core.rmem_max when run as root), prints
@@ -10,7 +10,9 @@ packet:  recv_ns seq rtp_ts peak first
 recv_ns: CLOCK_REALTIME receive time the kernel stamped (SO_TIMESTAMPNS), ns; seq, rtp_ts: the RTP
 header; peak: the largest |sample| of the L24 payload, 0..8388608; first: the frame index in the
 packet of the first sample whose |value| exceeds 1/64 of full scale (-1 if none). Then "end DROPS" (datagrams the
-kernel dropped on a full buffer, SO_RXQ_OVFL). Kernel timestamps do not depend on when this process
+kernel dropped on a full buffer, SO_RXQ_OVFL). With PAYLOAD_FILE, each packet's payload is also
+written there, in the order of the lines, as a 2-byte big-endian length and the bytes; peak and
+first are then not measured (0 and -1). Kernel timestamps do not depend on when this process
 runs, so a loaded machine delays the lines but not the times.
 """
 import json
@@ -27,6 +29,7 @@ SO_RCVBUFFORCE = getattr(socket, "SO_RCVBUFFORCE", 33)
 
 def main() -> None:
     seconds = float(sys.argv[1])
+    payloads = open(sys.argv[2], "wb") if len(sys.argv) > 2 else None
     sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     # SO_RCVBUF is capped by net.core.rmem_max (212992 on a fresh Debian 12: under half a second
     # of these packets, which a receiver descheduled on a loaded machine can exceed); root may
@@ -70,7 +73,9 @@ def main() -> None:
             payload = data[offset:]
             peak = 0
             first = -1
-            for i in range(0, len(payload) - 2, 3):
+            # with a payload file the reader measures the samples itself: no per-sample work here,
+            # so that a receiver on a loaded machine keeps up (peak 0, first -1 then)
+            for i in range(0, 0 if payloads is not None else len(payload) - 2, 3):
                 v = int.from_bytes(payload[i:i + 3], "big", signed=True)
                 if v < 0:
                     v = -v
@@ -79,6 +84,10 @@ def main() -> None:
                 if first < 0 and v > 131072:
                     first = i // 6
             out.write(f"{recv_ns} {seq} {ts} {peak} {first}\n")
+            if payloads is not None:
+                payloads.write(len(payload).to_bytes(2, "big") + payload)
+    if payloads is not None:
+        payloads.close()
     out.write(f"end {drops}\n")
     out.flush()
 

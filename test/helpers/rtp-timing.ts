@@ -3,6 +3,7 @@
  * CLOCK_REALTIME), for the clock tests: packet rate against host time, media-clock timestamps.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
@@ -39,9 +40,14 @@ export class RtpTiming {
     })();
   }
 
-  /** Starts a receiver on 127.0.0.1 that ends by itself after `maxSeconds`. */
-  static async open(maxSeconds: number): Promise<RtpTiming> {
-    const child = spawn('python3', [SCRIPT, String(maxSeconds)], { stdio: ['pipe', 'pipe', 'inherit'] });
+  /**
+   * Starts a receiver on 127.0.0.1 that ends by itself after `maxSeconds`; with `payloadFile`,
+   * it also writes every packet's payload there (readPayloadAudio reads them after close), and
+   * the packets' `peak` and `first` are not measured (0, -1).
+   */
+  static async open(maxSeconds: number, payloadFile?: string): Promise<RtpTiming> {
+    const args = payloadFile === undefined ? [SCRIPT, String(maxSeconds)] : [SCRIPT, String(maxSeconds), payloadFile];
+    const child = spawn('python3', args, { stdio: ['pipe', 'pipe', 'inherit'] });
     const lines = createInterface({ input: child.stdout })[Symbol.asyncIterator]();
     const first = await lines.next();
     if (first.done === true) throw new Error('rtp-timing.py did not start');
@@ -54,4 +60,35 @@ export class RtpTiming {
     this.child.stdin?.end();
     await this.ended;
   }
+}
+
+/**
+ * The L24 audio of a payload file written by RtpTiming (one entry per packet, in the order of
+ * `packets`): one Float32Array per channel (-1..1), the packets' samples one after another, and
+ * the first frame of each packet in them.
+ */
+export function readPayloadAudio(file: string, channels = 2): { samples: Float32Array[]; packetStart: number[] } {
+  const bytes = readFileSync(file);
+  const packetStart: number[] = [];
+  const chunks: Buffer[] = [];
+  let frames = 0;
+  for (let at = 0; at + 2 <= bytes.length;) {
+    const length = bytes.readUInt16BE(at);
+    const payload = bytes.subarray(at + 2, at + 2 + length);
+    at += 2 + length;
+    packetStart.push(frames);
+    chunks.push(payload);
+    frames += Math.floor(payload.length / (3 * channels));
+  }
+  const samples = Array.from({ length: channels }, () => new Float32Array(frames));
+  let frame = 0;
+  for (const payload of chunks) {
+    for (let i = 0; i + 3 * channels <= payload.length; i += 3 * channels, frame++) {
+      for (let c = 0; c < channels; c++) {
+        const channel = samples[c];
+        if (channel !== undefined) channel[frame] = payload.readIntBE(i + 3 * c, 3) / 8388608;
+      }
+    }
+  }
+  return { samples, packetStart };
 }

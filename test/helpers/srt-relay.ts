@@ -18,12 +18,18 @@ export interface SentFrame {
 
 export class SrtRelay {
   readonly frames: SentFrame[] = [];
+  /** Kernel time of the caller's first datagram after each resume(), CLOCK_REALTIME ns. */
+  readonly resumedAt: bigint[] = [];
   private readonly ended: Promise<void>;
 
   private constructor(private readonly child: ChildProcess, readonly port: number, lines: AsyncIterableIterator<string>) {
     this.ended = (async () => {
       for await (const line of lines) {
         const [sent, pts] = line.split(' ');
+        if (sent === 'resumed' && pts !== undefined) {
+          this.resumedAt.push(BigInt(pts));
+          continue;
+        }
         if (sent !== undefined && pts !== undefined) this.frames.push({ sentNs: BigInt(sent), pts: Number(pts) });
       }
     })();
@@ -37,6 +43,16 @@ export class SrtRelay {
     if (first.done === true) throw new Error('srt-relay.py did not start');
     const { port } = JSON.parse(first.value) as { port: number };
     return new SrtRelay(child, port, lines);
+  }
+
+  /** Drops every datagram both ways from now on (a stalled link), until resume(). */
+  pause(): void {
+    this.child.stdin?.write('pause\n');
+  }
+
+  /** Relays again; resumedAt gets the time of the caller's first datagram after it. */
+  resume(): void {
+    this.child.stdin?.write('resume\n');
   }
 
   async close(): Promise<void> {
