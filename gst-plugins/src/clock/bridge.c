@@ -24,6 +24,10 @@ struct ClockBridge
   int waited;                   /* paced: the next write waited for room */
   int running, draining, drained;
   size_t fade_pos, fade_len;
+  /* a trim while running: the old stream's next fade_len output frames,
+   * crossfaded into the new position's (a splice, no step) */
+  float *splice, *scratch;
+  size_t splice_len, splice_pos;
   size_t settle_left;           /* output frames left in the settle window */
   uint64_t underruns, overruns, frames_in, frames_out;
   /* the fill as a function of time (see advance_to): its value at the last
@@ -68,8 +72,11 @@ clock_bridge_new (unsigned channels, unsigned rate, double target_s,
   limit = 2 * b->target + (size_t) llround ((paced ?
           CLOCK_BRIDGE_PACED_MAX_FILL_S : CLOCK_BRIDGE_OVERFLOW_S) * rate);
   b->fade_len = (size_t) llround (CLOCK_BRIDGE_FADE_S * rate);
-  if (clock_fifo_init (&b->fifo, channels,
+  b->splice = calloc (2 * b->fade_len * channels, sizeof (float));
+  b->scratch = b->splice + b->fade_len * channels;
+  if (b->splice == NULL || clock_fifo_init (&b->fifo, channels,
           2 * (limit + rate) + 2 * CLOCK_SINC_TAPS) != 0) {
+    free (b->splice);
     free (b);
     return NULL;
   }
@@ -91,6 +98,7 @@ clock_bridge_free (ClockBridge * b)
   if (b == NULL)
     return;
   clock_fifo_clear (&b->fifo);
+  free (b->splice);
   free (b);
 }
 
@@ -256,8 +264,12 @@ steady (const ClockBridge * b)
           0.25 * (double) clock_packets_closed (&b->packets) / b->rate);
 }
 
-/* drops the oldest frames down to start_fill(); the cut fades in.  Paced:
- * nothing is dropped (the fade is the start's, from silence) */
+/* drops the oldest frames down to start_fill().  At a start the audio
+ * fades in from silence; while running (an overrun, the settle window) the
+ * cut is a splice: the old stream's next fade_len frames are resampled
+ * first and crossfaded into the new position's over the next reads, so
+ * the output has no step.  Paced: nothing is dropped (the fade is the
+ * start's, from silence) */
 static void
 trim_to_target (ClockBridge * b)
 {
@@ -268,10 +280,31 @@ trim_to_target (ClockBridge * b)
       b->fade_pos = 0;
     return;
   }
+  if (b->running && b->fade_pos >= b->fade_len && fill_frames (b) >=
+      start_fill (b) + b->fade_len + CLOCK_SINC_TAPS) {
+    unsigned ch = b->channels;
+    size_t k = clock_resampler_run (&b->rs, &b->fifo, b->ratio, b->scratch,
+        b->fade_len);
+    /* the tail is what the output would have played: a splice still in
+     * progress (trims come one after another in a burst) mixed in */
+    for (size_t i = 0; i < k && b->splice_pos < b->splice_len; i++) {
+      float gain = (float) (b->splice_pos + 1) / (float) (b->splice_len + 1);
+      const float *old = b->splice + b->splice_pos++ * ch;
+      for (unsigned c = 0; c < ch; c++)
+        b->scratch[i * ch + c] = gain * b->scratch[i * ch + c] +
+            (1.0f - gain) * old[c];
+    }
+    memcpy (b->splice, b->scratch, k * ch * sizeof (float));
+    b->splice_len = k;
+    b->splice_pos = 0;
+  } else {
+    b->splice_len = b->splice_pos = 0;
+  }
   excess = fill_frames (b) - start_fill (b);
   if (excess >= 1.0)
     clock_fifo_drop (&b->fifo, (size_t) excess);
-  b->fade_pos = 0;
+  if (b->splice_len < b->fade_len)
+    b->splice_len = b->fade_pos = 0;    /* no splice: fade in */
   clock_depth_skip_window (&b->depth);
 }
 
@@ -437,6 +470,12 @@ clock_bridge_read (ClockBridge * b, float *out, size_t frames, double t)
 
   if (b->running) {
     k = clock_resampler_run (&b->rs, &b->fifo, b->ratio, out, frames);
+    for (size_t i = 0; i < k && b->splice_pos < b->splice_len; i++) {
+      float gain = (float) (b->splice_pos + 1) / (float) (b->splice_len + 1);
+      const float *old = b->splice + b->splice_pos++ * ch;
+      for (unsigned c = 0; c < ch; c++)
+        out[i * ch + c] = gain * out[i * ch + c] + (1.0f - gain) * old[c];
+    }
     for (size_t i = 0; i < k && b->fade_pos < b->fade_len; i++) {
       float gain = (float) (b->fade_pos++ + 1) / (float) b->fade_len;
       for (unsigned c = 0; c < ch; c++)
@@ -459,6 +498,7 @@ clock_bridge_read (ClockBridge * b, float *out, size_t frames, double t)
         b->refill_frames = 0;
       }
       b->running = 0;
+      b->splice_len = b->splice_pos = 0;
       empty_fifo (b);
       clock_packets_emptied (&b->packets, !b->draining);
     }

@@ -59,7 +59,8 @@
  *            fill above the limit (setpoint + P + target +
  *            CLOCK_BRIDGE_OVERFLOW_S + the longest gap that ran it dry; a
  *            burst) one overrun is counted, the oldest frames are dropped
- *            down to target + P and the audio fades in again.
+ *            down to target + P; the cut is spliced (the old position's
+ *            next CLOCK_BRIDGE_FADE_S crossfaded into the new one's).
  *            Settle window: for CLOCK_BRIDGE_SETTLE_S after a start or an
  *            overrun (the rest of a burst: a sender catching up, a pipe's
  *            backlog, the rest of a packet) any fill above target + P +

@@ -17,7 +17,9 @@
  *   - ffmpeg MPEG-TS PES bursts (8 AAC frames together every 170 ms) at
  *     a 20 ms target: no underrun;
  *   - a burst (500 ms of audio at once): one overrun, the FIFO trimmed
- *     back, the same bounds SETTLE_S later, no underrun;
+ *     back, the same bounds SETTLE_S later, no underrun; the trims are
+ *     spliced: no sample step larger than the tone's own plus a 5 ms
+ *     crossfade's (SPLICE_STEP);
  *   - paced input (run_paced): 1 s Ogg pages at +-1000 ppm, after a 3 s
  *     burst, and a 10 s file at once: nothing dropped, no overrun or
  *     underrun, the fill within the paced limit.
@@ -34,6 +36,12 @@
 #define SETTLE_S 60.0
 #define DRIFT_TOL_PPM 20.0
 #define FILL_TOL_S 0.001
+#define TONE_HZ 997.0
+#define TONE_AMP 0.1
+/* the tone's largest step, and a crossfade over CLOCK_BRIDGE_FADE_S
+ * between two of its phases (each weight moves by 1/n per frame) */
+#define SPLICE_STEP (TONE_AMP * 2 * M_PI * TONE_HZ / RATE + \
+    2 * TONE_AMP / (CLOCK_BRIDGE_FADE_S * RATE) + 1e-4)
 
 static int failures;
 
@@ -54,6 +62,17 @@ typedef struct
   unsigned start_underruns;     /* allowed before the packet pattern is known */
 } Case;
 
+/* n frames of the stereo tone, continuing at *phase */
+static void
+tone (float *in, unsigned n, double *phase)
+{
+  for (unsigned i = 0; i < n; i++) {
+    float v = (float) (TONE_AMP * sin (*phase));
+    in[2 * i] = in[2 * i + 1] = v;
+    *phase += 2 * M_PI * TONE_HZ / RATE;
+  }
+}
+
 static void
 run_case (const Case * c)
 {
@@ -61,7 +80,8 @@ run_case (const Case * c)
   float *in = calloc ((size_t) c->packet * 2, sizeof (float));
   float out[CHUNK * 2];
   double t_out = 0.0, t_in = 0.0, phase = 0.0, settled_at = -1.0;
-  double max_fill_err = 0.0, max_drift_err = 0.0;
+  double max_fill_err = 0.0, max_drift_err = 0.0, max_step = 0.0;
+  float prev = 0.0f;
   uint64_t runs_at_settle = 0, overs_at_settle = 0;
   int measuring = 0, changed = 0;
   double settle_from = (c->change_at_s >= 0 ? c->change_at_s : 0.0) +
@@ -80,8 +100,10 @@ run_case (const Case * c)
       if (c->extra_s > 0) {
         /* a burst: the sender pushes extra_s of audio at once */
         for (double sent = 0; sent < c->extra_s;
-            sent += (double) c->packet / RATE)
+            sent += (double) c->packet / RATE) {
+          tone (in, c->packet, &phase);
           clock_bridge_write (b, in, c->packet, t_in);
+        }
       }
       if (c->gap_s > 0) {
         /* the caller leaves; the next one starts gap_s later */
@@ -104,6 +126,12 @@ run_case (const Case * c)
     /* the output reads every chunk due before this packet arrives */
     while (t_out + (double) CHUNK / RATE <= arrive && t_out < c->duration_s) {
       clock_bridge_read (b, out, CHUNK, t_out + (double) CHUNK / RATE);
+      /* the output's sample steps, after the start's fade-in */
+      for (unsigned i = 0; i < CHUNK; i++) {
+        if (t_out > 1.0 && fabs (out[2 * i] - prev) > max_step)
+          max_step = fabs (out[2 * i] - prev);
+        prev = out[2 * i];
+      }
       t_out += (double) CHUNK / RATE;
       clock_bridge_stats (b, &st);
       if (!measuring && t_out >= settle_from) {
@@ -125,11 +153,7 @@ run_case (const Case * c)
       else if (settled_at < 0)
         settled_at = t_out - (c->change_at_s >= 0 ? c->change_at_s : 0.0);
     }
-    for (unsigned i = 0; i < c->packet; i++) {
-      float v = (float) (0.1 * sin (phase));
-      in[2 * i] = in[2 * i + 1] = v;
-      phase += 2 * M_PI * 997.0 / RATE;
-    }
+    tone (in, c->packet, &phase);
     clock_bridge_write (b, in, c->packet, arrive);
     t_in = next_in;
   }
@@ -159,6 +183,11 @@ run_case (const Case * c)
       "%s: %llu underruns", c->name, (unsigned long long) st.underruns);
   CHECK (st.overruns == (c->extra_s > 0 ? 1u : 0u), "%s: %llu overruns",
       c->name, (unsigned long long) st.overruns);
+  if (c->extra_s > 0 || st.underruns == 0)
+    CHECK (max_step <= SPLICE_STEP, "%s: a sample step of %.4f after 1 s "
+        "(bound %.4f)", c->name, max_step, SPLICE_STEP);
+  printf ("%-28s largest sample step after 1 s %.4f (bound %.4f)\n", c->name,
+      max_step, SPLICE_STEP);
   free (in);
   clock_bridge_free (b);
 }
