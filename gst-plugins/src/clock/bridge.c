@@ -483,8 +483,22 @@ clock_bridge_read (ClockBridge * b, float *out, size_t frames, double t)
     }
     if (k < frames) {
       /* dry: the audio fades out over what is left of it, the rest is
-       * silence */
-      size_t n = k < b->fade_len ? k : b->fade_len;
+       * silence.  Fewer frames left than a fade (or the chunk less one,
+       * if that is shorter: a dry chunk is one with fewer frames than
+       * asked for, failover.c's model of this fade) would make a steep
+       * fade, a click: the last frames are played on, back and forth (a
+       * reflection, no step), to that length and faded out over it */
+      size_t want = frames - 1 < b->fade_len ? frames - 1 : b->fade_len;
+      size_t n;
+      if (k > 0 && k < want) {
+        for (size_t t = 0; t < want - k; t++) {
+          size_t p = t % (2 * k);
+          size_t src = p < k ? k - 1 - p : p - k;
+          memcpy (out + (k + t) * ch, out + src * ch, ch * sizeof (float));
+        }
+        k = want;
+      }
+      n = k < b->fade_len ? k : b->fade_len;
       for (size_t j = 0; j < n; j++) {
         float gain = (float) (n - j) / (float) (n + 1);
         for (unsigned c = 0; c < ch; c++)

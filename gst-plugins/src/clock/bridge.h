@@ -42,7 +42,9 @@
  *   running  the resampler reads the FIFO.  When it runs dry (no input:
  *            caller gone or stalled, or a packet later than the reserve)
  *            the audio fades out over what is left of it (at most
- *            CLOCK_BRIDGE_FADE_S), the rest of the chunk is silence, one
+ *            CLOCK_BRIDGE_FADE_S; less than that or than the chunk less
+ *            one frame is played on back and forth to that length first,
+ *            so the fade is never steep), the rest of the chunk is silence, one
  *            underrun is counted and the bridge refills (the drift
  *            estimate and P are kept).  Input back within
  *            CLOCK_BRIDGE_PAUSE_S: the audio resumes, fading in, as soon as

@@ -20,6 +20,11 @@
  *     back, the same bounds SETTLE_S later, no underrun; the trims are
  *     spliced: no sample step larger than the tone's own plus a 5 ms
  *     crossfade's (SPLICE_STEP);
+ *   - the input stops with a last packet of 1..CHUNK-1 frames (run_dry):
+ *     whatever is left when the FIFO runs dry fades out over at least
+ *     CHUNK - 1 frames (the last frames played back and forth): no step
+ *     beyond SPLICE_STEP, unless it ran dry exactly at a chunk's edge
+ *     (counted; failover.c covers that one);
  *   - paced input (run_paced): 1 s Ogg pages at +-1000 ppm, after a 3 s
  *     burst, and a 10 s file at once: nothing dropped, no overrun or
  *     underrun, the fill within the paced limit.
@@ -192,6 +197,47 @@ run_case (const Case * c)
   clock_bridge_free (b);
 }
 
+/* The input stops after 1.5 s of 1024-frame packets and a last one of
+ * `last` frames; the output reads on until 2.5 s.  Returns 1 when it ran
+ * dry at a chunk's edge (nothing left to fade). */
+static int
+run_dry (unsigned last)
+{
+  ClockBridge *b = clock_bridge_new (2, RATE, 0.02, 0);
+  float in[PACKET * 2], out[CHUNK * 2], prev = 0.0f;
+  double t_out = 0.0, t_in = 0.0, phase = 0.0, max_step = 0.0;
+  int edge = 0, ended = 0;
+
+  while (t_out < 2.5) {
+    unsigned n = t_in < 1.5 ? PACKET : last;
+    double arrive = t_in + (double) n / RATE;
+    while (t_out + (double) CHUNK / RATE <= arrive || (ended && t_out < 2.5)) {
+      size_t k = clock_bridge_read (b, out, CHUNK, t_out + (double) CHUNK / RATE);
+      ClockBridgeStats st;
+      clock_bridge_stats (b, &st);
+      if (k == 0 && st.underruns == 1 && prev != 0.0f)
+        edge = 1;
+      for (unsigned i = 0; i < CHUNK; i++) {
+        if (t_out > 1.0 && fabs (out[2 * i] - prev) > max_step)
+          max_step = fabs (out[2 * i] - prev);
+        prev = out[2 * i];
+      }
+      t_out += (double) CHUNK / RATE;
+    }
+    if (ended)
+      break;
+    tone (in, n, &phase);
+    clock_bridge_write (b, in, n, arrive);
+    t_in = arrive;
+    ended = n == last;
+  }
+  if (!edge)
+    CHECK (max_step <= SPLICE_STEP, "dry after a last packet of %u frames: "
+        "a step of %.4f (bound %.4f)", last, max_step, SPLICE_STEP);
+  clock_bridge_free (b);
+  return edge;
+}
+
 /* Paced input (a station's Icecast source behind a pipe): Ogg pages of
  * 1 s every second of the sender's clock (+`ppm`), the first `burst` pages
  * at once (a source catching up), written in PACKET writes whenever the
@@ -279,6 +325,13 @@ main (void)
 
   for (size_t i = 0; i < sizeof (cases) / sizeof (cases[0]); i++)
     run_case (&cases[i]);
+  {
+    int edges = 0;
+    for (unsigned last = 1; last < CHUNK; last++)
+      edges += run_dry (last);
+    printf ("dry after a last packet of 1..%u frames: no step beyond %.4f; "
+        "%d ran dry at a chunk's edge\n", CHUNK - 1, SPLICE_STEP, edges);
+  }
   run_paced ("Ogg pages, +1000 ppm", 1000, 1, 60);
   run_paced ("Ogg pages, -1000 ppm", -1000, 1, 60);
   run_paced ("Ogg pages after a 3 s burst", 0, 3, 60);
