@@ -83,7 +83,9 @@ export interface LaunchedEngine {
 
 export function launchEngine(options: LaunchOptions): LaunchedEngine {
   const dir = path.dirname(options.configFile);
-  const argv = [process.execPath, MAIN, '--config', options.configFile];
+  // setpriv (util-linux, Essential in Debian) execs the engine with a parent-death signal: a test
+  // file that tap kills (its timeout) takes its engines, and so their children, with it
+  const argv = ['setpriv', '--pdeathsig', 'TERM', process.execPath, MAIN, '--config', options.configFile];
   const [command, ...args] = options.netns === undefined ? argv : ['ip', 'netns', 'exec', options.netns, ...argv];
   const spawnedAt = performance.now();
   const child = spawn(command ?? process.execPath, args, {
