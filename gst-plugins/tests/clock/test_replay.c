@@ -2,7 +2,7 @@
  * arrivals recorded under load.
  *
  *   test-clock-replay [--jitter S] [--ppm P] [--drift-from S] [--drift-tol PPM]
- *                     [--drift-only] FILE...
+ *                     [--drift-only] [--trace] FILE...
  *
  *   --jitter S      the bridge's target (default 0.02 s)
  *   --ppm P         the sender runs at (1 + P 1e-6) x the recording's clock:
@@ -12,6 +12,12 @@
  *   --drift-only    only the drift is checked (the fill figures are printed:
  *                   the shared sender's recordings, where the fill control's
  *                   underruns are not the drift line's to answer for)
+ *   --trace         every TRACE_S of the output clock: the reported drift
+ *                   against the arrivals' own lower envelope (the earliest
+ *                   offset t - input seconds of the last TRACE_S, ms, from
+ *                   the first window's; and the slope from the first
+ *                   window's earliest point to this one's, ppm: what an
+ *                   envelope over the whole span reads)
  *
  * Each FILE (tests/clock/arrivals/) is what one clockbridge of a real
  * pipeline received: one write a line, `<us after the previous write>
@@ -42,6 +48,7 @@
 #define WARMUP_S 10.0
 #define HOLE_MAX_S 0.25
 #define LEVEL 0.25f
+#define TRACE_S 10.0
 
 static int failures;
 
@@ -56,7 +63,7 @@ typedef struct
 
 static double target_s = 0.02;
 static double sender_ppm = 0.0, drift_from_s = 30.0, drift_tol_ppm = 25.0;
-static int drift_only;
+static int drift_only, trace;
 
 /* the writes of a recording, arrival times from its first write; NULL on
  * a file that cannot be read */
@@ -112,6 +119,10 @@ replay (const char *path)
   unsigned largest = 0;
   ClockBridgeStats st = { 0 };
   int verbose = getenv ("REPLAY_VERBOSE") != NULL;
+  /* --trace: input seconds written, the earliest offset of the window and
+   * of the first window (t, o) */
+  double y_in = 0.0, win_t = 0.0, win_o = INFINITY, first_t = 0.0;
+  double first_o = INFINITY, next_trace = TRACE_S;
   const char *name = strrchr (path, '/') ? strrchr (path, '/') + 1 : path;
 
   CHECK (w != NULL && n > 100, "%s: no recording", path);
@@ -132,6 +143,11 @@ replay (const char *path)
     /* the writes that arrived before this chunk is read */
     while (i < n && w[i].t <= due) {
       clock_bridge_write (b, in, w[i].frames, w[i].t);
+      y_in += (double) w[i].frames / RATE;
+      if (w[i].t - y_in < win_o) {
+        win_o = w[i].t - y_in;
+        win_t = w[i].t;
+      }
       i++;
     }
     clock_bridge_read (b, out, CHUNK, due);
@@ -149,6 +165,19 @@ replay (const char *path)
             (unsigned long long) st.underruns,
             (unsigned long long) st.overruns, st.setpoint_s * 1e3,
             st.fill_s * 1e3, st.drift_ppm, st.packet_s * 1e3);
+    }
+    if (trace && t_out >= next_trace) {
+      clock_bridge_stats (b, &st);
+      if (isinf (first_o)) {
+        first_o = win_o;
+        first_t = win_t;
+      }
+      printf ("  %-18s %5.0f s: drift %+7.1f ppm; envelope %+6.1f ms, "
+          "%+7.1f ppm over the span\n", name, t_out, st.drift_ppm - sender_ppm,
+          (win_o - first_o) * 1e3, win_t > first_t ?
+          -(win_o - first_o) / (win_t - first_t) * 1e6 : 0.0);
+      win_o = INFINITY;
+      next_trace += TRACE_S;
     }
     if (!warm && t_out >= WARMUP_S) {
       warm = 1;
@@ -204,6 +233,8 @@ main (int argc, char **argv)
   for (; k < argc && strncmp (argv[k], "--", 2) == 0; k++) {
     if (strcmp (argv[k], "--drift-only") == 0)
       drift_only = 1;
+    else if (strcmp (argv[k], "--trace") == 0)
+      trace = 1;
     else if (k + 1 < argc && strcmp (argv[k], "--jitter") == 0)
       target_s = atof (argv[++k]);
     else if (k + 1 < argc && strcmp (argv[k], "--ppm") == 0)
@@ -219,7 +250,7 @@ main (int argc, char **argv)
       || fabs (sender_ppm) > 2000 || drift_from_s < WARMUP_S
       || !(drift_tol_ppm > 0)) {
     fprintf (stderr, "usage: test-clock-replay [--jitter S] [--ppm P] "
-        "[--drift-from S] [--drift-tol PPM] [--drift-only] FILE...\n");
+        "[--drift-from S] [--drift-tol PPM] [--drift-only] [--trace] FILE...\n");
     return 2;
   }
   for (; k < argc; k++)
