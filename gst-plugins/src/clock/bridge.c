@@ -231,6 +231,14 @@ start_fill (const ClockBridge * b)
   return clock_depth_known (&b->depth) ? fill : fill + 0.5 * p;
 }
 
+/* the fill at which the audio resumes after an underrun the input came
+ * back from: the target + the packet (see clock_bridge_write) */
+static double
+resume_fill (const ClockBridge * b)
+{
+  return (double) b->target + (double) clock_packets_closed (&b->packets);
+}
+
 /* the average fill the loop keeps: target + the saw-tooth's depth below
  * its average (measured; P/2 until a window has been measured) */
 static double
@@ -404,13 +412,18 @@ clock_bridge_write (ClockBridge * b, const float *interleaved, size_t frames,
     clock_fifo_write (f, interleaved, frames);
     note_write (b, frames, t);
     if (!b->running && b->refill) {
-      /* input back after an underrun: the audio resumes at the start fill
-       * of the pattern known so far (a late packet brings what was held
-       * up with it, usually that much, so the hole is about as long as the
-       * input was late) and nothing is trimmed; resuming at one packet
-       * stuttered on bursty input, each hole running it dry again before
-       * the loop had built the reserve up */
-      if (fill_frames (b) >= start_fill (b))
+      /* input back after an underrun: the audio resumes at the reserve +
+       * one packet (a late packet brings what was held up with it, usually
+       * that much, so the hole is about as long as the input was late) and
+       * nothing is trimmed.  Not at the start fill: its G is now the gap
+       * that ran it dry, and waiting for target + that gap made the hole
+       * 2-3 times the lateness (24 pipelines' recordings at 50 ms:
+       * 169-191 ms holes for 86-121 ms late, 37-61 ms now) and played the
+       * backlog late for long after (average fill up to 284 ms at 20 ms,
+       * 179 now).  Resuming at one packet without the reserve stuttered
+       * on bursty input, each hole running it dry again before the loop
+       * had built the reserve up */
+      if (fill_frames (b) >= resume_fill (b))
         resume (b);
     } else if (!b->running) {
       /* two packets seen: the packet size is known (paced: at the latest

@@ -48,9 +48,9 @@
  *            underrun is counted and the bridge refills (the drift
  *            estimate and P are kept).  Input back within
  *            CLOCK_BRIDGE_PAUSE_S: the audio resumes, fading in, as soon as
- *            the FIFO holds the start fill of the pattern known so far (a
- *            late packet brings what was held up with it: usually at
- *            once), and nothing is trimmed; the silence counts as inserted
+ *            the FIFO holds the target + one packet (a late packet brings
+ *            what was held up with it: usually at once), and nothing is
+ *            trimmed; the silence counts as inserted
  *            (stats inserted_s: the input had audio, it came late).  The
  *            gap was the input's pattern (a packet later than the depth
  *            allowed for): the depth becomes at least that gap less half a

@@ -45,12 +45,37 @@ residual (const Line * l, const ClockDriftPoint * p)
   return p->o - (l->a[g] + l->b * (p->t - l->tm[g]));
 }
 
+/* The envelope point of bin k: its own minimum; on a coarse line the
+ * earliest offset of the bins of its segment in the
+ * CLOCK_DRIFT_ENVELOPE_BINS up to it, each moved along the slope b to bin
+ * k's time.  A shared sender's 1 s minima scatter by
+ * several ms (a bin's earliest write is early only when a PES ends near
+ * the start of a 1316-byte packet); the earliest of 10 s does not. */
+static void
+envelope (const ClockDrift * d, double b, ClockDriftPoint * env)
+{
+  unsigned w = d->coarse ? CLOCK_DRIFT_ENVELOPE_BINS : 1;
+
+  for (unsigned k = 0; k < d->n; k++) {
+    const ClockDriftPoint *p = bin_at (d, k);
+    ClockDriftPoint e = *p;
+    for (unsigned j = k > w - 1 ? k - (w - 1) : 0; j < k; j++) {
+      const ClockDriftPoint *q = bin_at (d, j);
+      double o = q->o + b * (p->t - q->t);
+      if (q->seg == p->seg && o < e.o)
+        e.o = o;
+    }
+    env[k] = e;
+  }
+}
+
 /* least squares with a common slope and an intercept per segment through
- * bins [from, to) whose residual against `ref` is at most `reject` (all
- * when ref is NULL); 0 when fewer than 3 points or no slope to see */
+ * points [from, to) of pts whose residual against `ref` is at most
+ * `reject` (all when ref is NULL); 0 when fewer than 3 points or no slope
+ * to see */
 static int
-fit (const ClockDrift * d, unsigned from, unsigned to, const Line * ref,
-    double reject, Line * out, double *se)
+fit (const ClockDriftPoint * pts, unsigned from, unsigned to,
+    const Line * ref, double reject, Line * out, double *se)
 {
   double sw[CLOCK_DRIFT_BINS], st[CLOCK_DRIFT_BINS], so[CLOCK_DRIFT_BINS];
   double n = 0, stt = 0, sto = 0;
@@ -59,12 +84,12 @@ fit (const ClockDrift * d, unsigned from, unsigned to, const Line * ref,
 
   if (to <= from)
     return 0;
-  seg0 = bin_at (d, from)->seg;
-  nseg = bin_at (d, to - 1)->seg - seg0 + 1;
+  seg0 = pts[from].seg;
+  nseg = pts[to - 1].seg - seg0 + 1;
   for (unsigned g = 0; g < nseg; g++)
     sw[g] = st[g] = so[g] = 0.0;
   for (unsigned k = from; k < to; k++) {
-    const ClockDriftPoint *p = bin_at (d, k);
+    const ClockDriftPoint *p = &pts[k];
     unsigned g = p->seg - seg0;
     if (ref != NULL && residual (ref, p) > reject)
       continue;
@@ -87,7 +112,7 @@ fit (const ClockDrift * d, unsigned from, unsigned to, const Line * ref,
     }
   }
   for (unsigned k = from; k < to; k++) {
-    const ClockDriftPoint *p = bin_at (d, k);
+    const ClockDriftPoint *p = &pts[k];
     unsigned g = p->seg - seg0;
     double x;
     if (ref != NULL && residual (ref, p) > reject)
@@ -109,7 +134,7 @@ fit (const ClockDrift * d, unsigned from, unsigned to, const Line * ref,
     /* the slope's standard error, from the scatter about the line */
     double rr = 0;
     for (unsigned k = from; k < to; k++) {
-      const ClockDriftPoint *p = bin_at (d, k);
+      const ClockDriftPoint *p = &pts[k];
       double r;
       if (ref != NULL && residual (ref, p) > reject)
         continue;
@@ -123,15 +148,15 @@ fit (const ClockDrift * d, unsigned from, unsigned to, const Line * ref,
 
 /* a fit through bins [from, to) without the late ones, twice refitted */
 static int
-robust_fit (const ClockDrift * d, unsigned from, unsigned to, Line * l,
+robust_fit (const ClockDriftPoint * pts, unsigned from, unsigned to, Line * l,
     double *se)
 {
-  if (!fit (d, from, to, NULL, 0.0, l, se))
+  if (!fit (pts, from, to, NULL, 0.0, l, se))
     return 0;
   for (int pass = 0; pass < 2; pass++) {
     Line l1;
     double se1 = INFINITY;
-    if (!fit (d, from, to, l, CLOCK_DRIFT_REJECT_S, &l1, &se1))
+    if (!fit (pts, from, to, l, CLOCK_DRIFT_REJECT_S, &l1, &se1))
       return 1;                 /* too few left: keep the plain fit */
     *l = l1;
     if (se != NULL)
@@ -152,13 +177,14 @@ cmp_double (const void *x, const void *y)
  * median of |residual| x 1.4826 (a standard deviation where it is normal;
  * late bins and a step not yet seen do not move it) */
 static double
-scatter (const ClockDrift * d, unsigned from, unsigned to, const Line * l)
+scatter (const ClockDriftPoint * pts, unsigned from, unsigned to,
+    const Line * l)
 {
   double r[CLOCK_DRIFT_BINS];
   unsigned n = 0;
 
   for (unsigned k = from; k < to; k++) {
-    const ClockDriftPoint *p = bin_at (d, k);
+    const ClockDriftPoint *p = &pts[k];
     r[n++] = fabs (residual (l, p));
   }
   if (n == 0)
@@ -167,7 +193,14 @@ scatter (const ClockDrift * d, unsigned from, unsigned to, const Line * l)
   return 1.4826 * (n % 2 ? r[n / 2] : 0.5 * (r[n / 2 - 1] + r[n / 2]));
 }
 
-/* Checks the last CLOCK_DRIFT_STEP_BINS minima against the line of the bins
+/* the newest bins a step test waits for (and the line leaves out) */
+static unsigned
+step_bins (const ClockDrift * d)
+{
+  return d->coarse ? CLOCK_DRIFT_COARSE_STEP_BINS : CLOCK_DRIFT_STEP_BINS;
+}
+
+/* Checks the last step_bins() points against the line of the points
  * before them, judged against the scatter s of those bins about their line:
  * a step is when all of them lie off it on one side by more than
  * max (CLOCK_DRIFT_STEP_S, CLOCK_DRIFT_STEP_SIGMAS s) (scatter alone: a
@@ -180,48 +213,56 @@ scatter (const ClockDrift * d, unsigned from, unsigned to, const Line * l)
  * a frame less) moves the older bins by the step, so the slope keeps what
  * they know; a rate step starts the line again from the last bins. */
 static void
-check_step (ClockDrift * d)
+check_step (ClockDrift * d, const ClockDriftPoint * env)
 {
-  unsigned old = d->n - CLOCK_DRIFT_STEP_BINS;
+  unsigned nstep = step_bins (d);
+  unsigned old = d->n - nstep;
   double sr = 0, st = 0, stt = 0, str = 0, trend, rr = 0;
   double s, thr, span, se_trend;
-  int above = 0, below = 0;
+  unsigned above = 0, below = 0;
   Line l;
 
-  if (d->n < CLOCK_DRIFT_STEP_BINS + 5 || !robust_fit (d, 0, old, &l, NULL))
+  if (d->n < nstep + (d->coarse ? CLOCK_DRIFT_COARSE_BASE_BINS :
+          CLOCK_DRIFT_STEP_BASE_BINS)
+      || !robust_fit (env, 0, old, &l, NULL))
     return;
-  s = scatter (d, 0, old, &l);
+  s = scatter (env, 0, old, &l);
   thr = fmax (CLOCK_DRIFT_STEP_S, CLOCK_DRIFT_STEP_SIGMAS * s);
   for (unsigned k = old; k < d->n; k++) {
-    double r = residual (&l, bin_at (d, k));
+    double r = residual (&l, &env[k]);
     above += r > thr;
     below += r < -thr;
     sr += r;
-    st += bin_at (d, k)->t;
+    st += env[k].t;
   }
-  if (above < CLOCK_DRIFT_STEP_BINS && below < CLOCK_DRIFT_STEP_BINS)
+  if (above < nstep && below < nstep)
     return;
-  sr /= CLOCK_DRIFT_STEP_BINS;
-  st /= CLOCK_DRIFT_STEP_BINS;
+  sr /= nstep;
+  st /= nstep;
   for (unsigned k = old; k < d->n; k++) {
-    const ClockDriftPoint *p = bin_at (d, k);
+    const ClockDriftPoint *p = &env[k];
     stt += (p->t - st) * (p->t - st);
     str += (p->t - st) * (residual (&l, p) - sr);
   }
   /* the new minima's own scatter about their trend: after a step the
    * pattern may scatter more than before it */
   for (unsigned k = old; k < d->n; k++) {
-    const ClockDriftPoint *p = bin_at (d, k);
+    const ClockDriftPoint *p = &env[k];
     double r = residual (&l, p) - sr -
         (stt > 0 ? str / stt : 0.0) * (p->t - st);
     rr += r * r;
   }
-  s = fmax (s, sqrt (rr / (CLOCK_DRIFT_STEP_BINS - 2)));
+  s = fmax (s, sqrt (rr / (nstep - 2)));
   span = bin_at (d, d->n - 1)->t - bin_at (d, old)->t;
   trend = stt > 0 ? fabs (str / stt) * span : 0.0;
   se_trend = stt > 0 ? s / sqrt (stt) * span : 0.0;
   d->steps++;
-  if (trend < fmax (CLOCK_DRIFT_STEP_FLAT_S,
+  /* a coarse line's points are its envelope's sliding minima: their trend
+   * says nothing of the rate (the step is in them for a window before
+   * they all lie off the line), and a line started again from 12 s of a
+   * scatter of ms would read hundreds of ppm off: every step of it is an
+   * offset step */
+  if (d->coarse || trend < fmax (CLOCK_DRIFT_STEP_FLAT_S,
           CLOCK_DRIFT_RATE_SIGMAS * se_trend)) {
     /* an offset step: the new bins start a segment of their own, with
      * the same slope and an intercept of its own */
@@ -233,11 +274,11 @@ check_step (ClockDrift * d)
   }
   d->restarts++;
   {
-    ClockDriftPoint keep[CLOCK_DRIFT_STEP_BINS];
-    for (unsigned k = 0; k < CLOCK_DRIFT_STEP_BINS; k++)
+    ClockDriftPoint keep[CLOCK_DRIFT_COARSE_STEP_BINS];
+    for (unsigned k = 0; k < nstep; k++)
       keep[k] = *bin_at (d, old + k);
-    d->n = CLOCK_DRIFT_STEP_BINS;
-    d->next = CLOCK_DRIFT_STEP_BINS % CLOCK_DRIFT_BINS;
+    d->n = nstep;
+    d->next = nstep % CLOCK_DRIFT_BINS;
     memcpy (d->bins, keep, sizeof (keep));
   }
 }
@@ -250,15 +291,50 @@ close_bin (ClockDrift * d)
   d->next = (d->next + 1) % CLOCK_DRIFT_BINS;
   if (d->n < CLOCK_DRIFT_BINS)
     d->n++;
-  check_step (d);
-  /* the line through the bins a step could not yet have been seen in:
-   * the newest CLOCK_DRIFT_STEP_BINS wait (an offset step would pull the
-   * line until check_step sees it) */
-  {
-    unsigned upto = d->n > CLOCK_DRIFT_STEP_BINS + 3 ?
-        d->n - CLOCK_DRIFT_STEP_BINS : d->n;
+  /* a sender whose 1 s minima scatter by ms: the line is coarse from
+   * then on (until a restart) */
+  if (!d->coarse && d->n >= CLOCK_DRIFT_COARSE_MIN_BINS) {
+    ClockDriftPoint raw[CLOCK_DRIFT_BINS];
     Line l;
-    d->fitted = robust_fit (d, 0, upto, &l, &d->se);
+    for (unsigned k = 0; k < d->n; k++)
+      raw[k] = *bin_at (d, k);
+    if (robust_fit (raw, 0, d->n, &l, NULL)
+        && scatter (raw, 0, d->n, &l) > CLOCK_DRIFT_COARSE_S)
+      d->coarse = 1;
+  }
+  /* the envelope along the last slope; the step test on it */
+  {
+    ClockDriftPoint env[CLOCK_DRIFT_BINS];
+    envelope (d, d->fitted ? d->b : 0.0, env);
+    check_step (d, env);
+  }
+  /* the line through the points a step could not yet have been seen in:
+   * the newest step_bins() wait (an offset step would pull the line until
+   * check_step sees it); while a coarse line is short, the newest third */
+  {
+    unsigned nstep = step_bins (d), wait;
+    unsigned upto;
+    ClockDriftPoint env[CLOCK_DRIFT_BINS];
+    Line l;
+    double b;
+    if (d->coarse)
+      wait = d->n / 3 < nstep ? d->n / 3 : nstep;
+    else
+      wait = d->n > nstep + 3 ? nstep : 0;
+    upto = d->n - wait;
+    /* the slope of the bins' minima first; a coarse line's envelope then
+     * twice along the slope it gives */
+    for (unsigned k = 0; k < d->n; k++)
+      env[k] = *bin_at (d, k);
+    d->fitted = robust_fit (env, 0, upto, &l, &d->se);
+    b = d->fitted ? l.b : 0.0;
+    for (int pass = 0; pass < 2 && d->fitted && d->coarse; pass++) {
+      envelope (d, b, env);
+      d->fitted = robust_fit (env, 0, upto, &l, &d->se);
+      if (!d->fitted)
+        break;
+      b = l.b;
+    }
     if (d->fitted) {
       d->b = l.b;
       d->a = l.a[l.nseg - 1];

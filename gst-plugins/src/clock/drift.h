@@ -18,16 +18,35 @@
  * that lie more than CLOCK_DRIFT_REJECT_S above it (whole bins that were
  * late: a stall of the input thread longer than a bin), twice.  It is ready
  * when it spans CLOCK_DRIFT_MIN_S and reads within +-CLOCK_DRIFT_MAX_RATE.
- * Its error is the minima's scatter over
- * the span: none on a quiet host; 0.5 ms (16 pipelines, each with its own
- * ffmpeg on 2 cores) gives at most 24 ppm at 30 s and 20 at 60 s; the 3-4
- * ms of a shared sender's 16 callers (groups of 4 writes whose PES ends
- * anywhere in the 1316-byte packets) at most 89 ppm at 60 s, 46 at 120 s
- * (test-clock-replay).  `se` is the slope's standard error from that
- * scatter.
+ * Its error is the minima's scatter over the span: none on a quiet host;
+ * 0.5 ms (16 pipelines, each with its own ffmpeg on 2 cores) gives at most
+ * 24 ppm at 30 s and 20 at 60 s.  `se` is the slope's standard error from
+ * that scatter.
+ *
+ * A coarse line: where the 1 s minima scatter about their line by more
+ * than CLOCK_DRIFT_COARSE_S (over the first CLOCK_DRIFT_COARSE_MIN_BINS
+ * or later; until a restart), a bin's earliest write is not the envelope:
+ * a shared sender's 16 callers get groups of 4 writes whose PES ends
+ * anywhere in the 1316-byte packets, and a bin's earliest write is early
+ * only when a PES ended near the start of a packet (the minima scatter by
+ * 3 ms, ffmpeg's own senders' by 0.5-1.3 ms).  Each point of a coarse line
+ * is then the earliest offset of its segment's last
+ * CLOCK_DRIFT_ENVELOPE_BINS bins, each moved along the line's slope to the
+ * point's time (the slope of the plain minima first, then twice the slope
+ * the envelope gives); the step test waits for CLOCK_DRIFT_COARSE_STEP_BINS
+ * bins, judges them against at least CLOCK_DRIFT_COARSE_BASE_BINS, and
+ * takes every step for an offset step (sliding minima have no trend of
+ * their own to tell a rate step by, and a line started again from 12 s of
+ * a scatter of ms reads hundreds of ppm off).  On
+ * the shared sender's recordings (test-clock-replay, shared-16-*: the
+ * arrivals' floor steps by -4 ms at about 57 s in all 16 pipelines) the
+ * plain minima read 48-89 ppm off from 60 s on, the coarse line 7.6-16.4.
+ * The line spans at most CLOCK_DRIFT_BINS: with 120, the step's older
+ * segment leaving it tilted the coarse line by 24 ppm at 130 s.
  *
  * A step moves the offsets off the line one way.  The newest
- * CLOCK_DRIFT_STEP_BINS minima wait outside the line; when all of them lie
+ * CLOCK_DRIFT_STEP_BINS minima (CLOCK_DRIFT_COARSE_STEP_BINS points of a
+ * coarse line) wait outside the line; when all of them lie
  * on one side of the line of the bins before them by more than
  * max (CLOCK_DRIFT_STEP_S, CLOCK_DRIFT_STEP_SIGMAS s), s the scatter of
  * those bins about their line (the median |residual| x 1.4826), it is a
@@ -39,21 +58,28 @@
  * (CLOCK_DRIFT_STEP_FLAT_S, CLOCK_DRIFT_RATE_SIGMAS standard errors of that
  * trend from the larger of s and their own scatter): the new minima then
  * start a segment of their own, so that no guess of the step's size tilts
- * the line and the older bins keep their slope.  Otherwise the rate
- * stepped, and the line starts again from the new minima. */
+ * the line and the older bins keep their slope.  Otherwise (not on a
+ * coarse line) the rate stepped, and the line starts again from the new
+ * minima. */
 #ifndef CLOCK_DRIFT_H
 #define CLOCK_DRIFT_H
 
 #define CLOCK_DRIFT_BIN_S 1.0
-#define CLOCK_DRIFT_BINS 120
+#define CLOCK_DRIFT_BINS 180
 #define CLOCK_DRIFT_MIN_S 10.0
 #define CLOCK_DRIFT_MAX_RATE 0.005
 #define CLOCK_DRIFT_REJECT_S 0.002
 #define CLOCK_DRIFT_STEP_BINS 5
+#define CLOCK_DRIFT_STEP_BASE_BINS 5
 #define CLOCK_DRIFT_STEP_S 0.002
 #define CLOCK_DRIFT_STEP_FLAT_S 0.0015
 #define CLOCK_DRIFT_STEP_SIGMAS 3.0
 #define CLOCK_DRIFT_RATE_SIGMAS 4.0
+#define CLOCK_DRIFT_COARSE_S 0.002
+#define CLOCK_DRIFT_COARSE_MIN_BINS 10
+#define CLOCK_DRIFT_ENVELOPE_BINS 10
+#define CLOCK_DRIFT_COARSE_STEP_BINS 12
+#define CLOCK_DRIFT_COARSE_BASE_BINS 20
 
 typedef struct
 {
@@ -82,6 +108,7 @@ typedef struct
   /* steps seen, and of them rate steps (the line started again) */
   unsigned steps, restarts;
   unsigned seg;                 /* the segment new bins belong to */
+  int coarse;                   /* the 1 s minima scatter: 10 s envelope */
 } ClockDrift;
 
 void clock_drift_init (ClockDrift * d);
