@@ -1,9 +1,9 @@
 /**
  * `npm run bench`: the DSP benchmarks of our GStreamer elements and the engine benchmarks.
  *
- *   npm run bench -- [--runs N] [--only eq|loudnorm|resampler|engine|scale|drift|clockcpu|cost|lateness] [--quick] [--cache-dir DIR]
- *                    [--plugin-path DIR] [--duration S] [--sender gst-shared|gst|ffmpeg] [--scale 1,8,16]
- *                    [--window S] [--packets-per-send K] [--admission] [--drift-window S]
+ *   npm run bench -- [--runs N] [--only eq|loudnorm|resampler|engine|scale|drift|clockcpu|cost|lateness|failover] [--quick]
+ *                    [--cache-dir DIR] [--plugin-path DIR] [--duration S] [--sender gst-shared|gst|ffmpeg] [--scale 1,8,16]
+ *                    [--window S] [--packets-per-send K] [--admission] [--drift-window S] [--rounds N] [--losses N]
  *
  * Runs bench/dsp-eq.ts (parametriceq vs equalizer-nbands), bench/dsp-loudnorm.ts (loudnorm vs
  * ffmpeg loudnorm, with the loudness each delivers), bench/dsp-resampler.ts (the clockbridge
@@ -18,7 +18,10 @@
  * cuts of it (one stage removed or replaced each), a second copy and a minimal C sender, `--runs`
  * rounds (default 3) of `--window` s (default 30; 15 with --quick). bench/lateness.ts (lateness): the
  * floor sender beside two pipelines fed at +-1000 ppm, late packets by kernel receive time, one
- * `--window` s window (default 60; 20 with --quick).
+ * `--window` s window (default 60; 20 with --quick). bench/failover.ts (failover): the CPU of a pipeline
+ * with a backup input against the same without, side by side, `--rounds` rounds (default 4; 2 with --quick) of
+ * `--window` s (default 20; 10 with --quick), then the switch to the backup over `--losses` kills of
+ * the main sender (default 20; 5 with --quick).
  * `--quick`: 2 runs of 60 s programmes for the DSP benches, fewer repetitions and N = 1, 8 for
  * the engine (about 3 minutes in all).
  */
@@ -40,19 +43,29 @@ import { clockDriftTable, runClockDriftBench, type ClockDriftResult } from './cl
 import { clockCpuTable, runClockCpuBench, type ClockCpuResult } from './clock-cpu.js';
 import { costTable, runCostBench, type CostResult } from './cost.js';
 import { latenessTable, runLatenessBench, type LatenessResult } from './lateness.js';
+import { failoverTable, runFailoverBench, type FailoverResult } from './failover.js';
 
-type BenchName = 'eq' | 'loudnorm' | 'resampler' | 'engine' | 'scale' | 'drift' | 'clockcpu' | 'cost' | 'lateness';
-const BENCH_NAMES: readonly BenchName[] = ['eq', 'loudnorm', 'resampler', 'engine', 'scale', 'drift', 'clockcpu', 'cost', 'lateness'];
+type BenchName = 'eq' | 'loudnorm' | 'resampler' | 'engine' | 'scale' | 'drift' | 'clockcpu' | 'cost' | 'lateness' | 'failover';
+const BENCH_NAMES: readonly BenchName[] = ['eq', 'loudnorm', 'resampler', 'engine', 'scale', 'drift', 'clockcpu', 'cost', 'lateness', 'failover'];
 
-type Options = BenchArgs & { only?: BenchName; engine: EngineBenchOptions; driftWindowS?: number };
+type Options = BenchArgs & { only?: BenchName; engine: EngineBenchOptions; driftWindowS?: number; rounds?: number; losses?: number };
 
 const USAGE =
-  'usage: npm run bench -- [--runs N] [--only eq|loudnorm|resampler|engine|scale|drift|clockcpu|cost|lateness] [--cache-dir DIR] [--plugin-path DIR] [--duration S] ' +
-  ENGINE_USAGE.replace('[--only engine|scale] ', '') + ' [--drift-window S]';
+  'usage: npm run bench -- [--runs N] [--only eq|loudnorm|resampler|engine|scale|drift|clockcpu|cost|lateness|failover] [--cache-dir DIR] [--plugin-path DIR] [--duration S] ' +
+  ENGINE_USAGE.replace('[--only engine|scale] ', '') + ' [--drift-window S] [--rounds N] [--losses N]';
+
+/** A whole number within [min, max] for `flag`, or an error naming the flag. */
+function wholeNumber(flag: string, v: string, min: number, max: number): number {
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < min || n > max) throw new Error(`${flag} must be a whole number ${min}-${max}, not ${v}\n${USAGE}`);
+  return n;
+}
 
 function parseArgs(argv: string[]): Options {
   let only: BenchName | undefined;
   let driftWindowS: number | undefined;
+  let rounds: number | undefined;
+  let losses: number | undefined;
   const engine: EngineBenchOptions = {};
   const common = parseBenchArgs(argv, {
     valueHint: `\n${USAGE}`,
@@ -76,6 +89,14 @@ function parseArgs(argv: string[]): Options {
         driftWindowS = w;
         return true;
       }
+      if (a === '--rounds') {
+        rounds = wholeNumber('--rounds', value(), 1, 20);
+        return true;
+      }
+      if (a === '--losses') {
+        losses = wholeNumber('--losses', value(), 1, 100);
+        return true;
+      }
       if (engineBenchFlag(a, value, engine)) return true;
       if (a === '--help' || a === '-h') {
         process.stdout.write(`${USAGE}\n`);
@@ -89,7 +110,7 @@ function parseArgs(argv: string[]): Options {
     common.durationS ??= 60;
   }
   if (engine.quick === true) driftWindowS ??= 60;
-  return { ...common, only, engine, driftWindowS };
+  return { ...common, only, engine, driftWindowS, rounds, losses };
 }
 
 const EQ_ORDER: readonly EqBenchCaseName[] = ['parametriceq', 'equalizer-nbands', 'floor'];
@@ -173,6 +194,14 @@ async function main(): Promise<void> {
       ? await runLatenessBench({ windowS: opts.engine.windowS ?? (opts.engine.quick === true ? 20 : 60), pluginPath: opts.pluginPath, cacheDir: opts.cacheDir })
       : undefined;
   if (late !== undefined) process.stdout.write(`\n${latenessTable(late)}\n`);
+  const failover: FailoverResult | undefined =
+    opts.only === undefined || opts.only === 'failover'
+      ? await runFailoverBench({
+        rounds: opts.rounds ?? (opts.engine.quick === true ? 2 : 4), windowS: opts.engine.windowS ?? (opts.engine.quick === true ? 10 : 20), losses: opts.losses ?? (opts.engine.quick === true ? 5 : 20),
+        pluginPath: opts.pluginPath, cacheDir: opts.cacheDir,
+      })
+      : undefined;
+  if (failover !== undefined) process.stdout.write(`\n${failoverTable(failover)}\n`);
 
   const here = path.dirname(fileURLToPath(import.meta.url));
   const dir = path.join(here, 'results');
@@ -202,10 +231,11 @@ async function main(): Promise<void> {
     clockCpu: clockCpu ?? null,
     cost: cost ?? null,
     lateness: late ?? null,
+    failover: failover ?? null,
     load: engine === undefined ? null : { before: engine.loadBefore, after: engine.loadAfter },
   };
   const kept: string[] = [];
-  for (const key of ['eq', 'loudnorm', 'resampler', 'engine', 'scale', 'drift', 'clockCpu', 'cost', 'lateness'] as const) {
+  for (const key of ['eq', 'loudnorm', 'resampler', 'engine', 'scale', 'drift', 'clockCpu', 'cost', 'lateness', 'failover'] as const) {
     const earlier = previous[key];
     if (report[key] === null && earlier !== undefined && earlier !== null) {
       report[key] = earlier;

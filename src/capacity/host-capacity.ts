@@ -7,7 +7,7 @@
  */
 import type { Logger } from 'pino';
 import { CapacityError } from '../errors.js';
-import type { Priority, ProcessingStep } from '../spec/schema.js';
+import type { Priority } from '../spec/schema.js';
 import {
   BEHIND_RATIO,
   CostBook,
@@ -18,6 +18,7 @@ import {
   isOverloaded,
   niceIncrement,
   realTimeRatio,
+  type CostedGraph,
   type HostLoad,
   type ShapeCost,
 } from './model.js';
@@ -70,7 +71,7 @@ interface Interval {
 interface Lease {
   id: string;
   shape: string;
-  processing: readonly ProcessingStep[];
+  graph: CostedGraph;
   child: MeasuredChild | undefined;
   prev: { at: number; pid: number | undefined; cpuS: number | undefined; stats: object | undefined; packets: number | undefined; packetsAt: number | undefined; packetsClock: 'child' | 'engine'; silenceS: number } | undefined;
   window: Interval[];
@@ -137,9 +138,9 @@ export class HostCapacity {
    * Admits a pipeline (or station) at the full cost of its shape, or throws CapacityError naming
    * the headroom and the cost. Nothing else changes on refusal.
    */
-  admit(id: string, processing: readonly ProcessingStep[], code: 'HOST_AT_CAPACITY' | 'STATION_AT_CAPACITY' = 'HOST_AT_CAPACITY'): void {
+  admit(id: string, graph: CostedGraph, code: 'HOST_AT_CAPACITY' | 'STATION_AT_CAPACITY' = 'HOST_AT_CAPACITY'): void {
     if (this.leases.has(id)) return;
-    const { cost, decision } = this.fit(id, processing);
+    const { cost, decision } = this.fit(id, graph);
     if (!decision.admit) {
       this.options.log.warn(
         { event: 'admission-refused', pipeline_id: id, shape: cost.shape, cost_percent: round(cost.costPct), headroom_percent: round(decision.headroomPct) },
@@ -153,13 +154,13 @@ export class HostCapacity {
    * A change that restarts an admitted pipeline with another graph: admitted at the new shape's
    * cost in place of its old one, or CapacityError with the old admission kept (nothing changes).
    */
-  readmit(id: string, processing: readonly ProcessingStep[], code: 'HOST_AT_CAPACITY' | 'STATION_AT_CAPACITY' = 'HOST_AT_CAPACITY'): void {
+  readmit(id: string, graph: CostedGraph, code: 'HOST_AT_CAPACITY' | 'STATION_AT_CAPACITY' = 'HOST_AT_CAPACITY'): void {
     const old = this.leases.get(id);
-    if (old === undefined) return this.admit(id, processing, code);
-    if (graphShape(processing) === old.shape) return undefined;
+    if (old === undefined) return this.admit(id, graph, code);
+    if (graphShape(graph) === old.shape) return undefined;
     this.leases.delete(id);
     try {
-      this.admit(id, processing, code);
+      this.admit(id, graph, code);
     } catch (error) {
       this.leases.set(id, old);
       throw error;
@@ -170,15 +171,15 @@ export class HostCapacity {
   }
 
   /** Admits the pipeline when it fits (true), quietly (a waiting pipeline is tried again and again). */
-  tryAdmit(id: string, processing: readonly ProcessingStep[]): boolean {
-    return this.leases.has(id) || this.fit(id, processing).decision.admit;
+  tryAdmit(id: string, graph: CostedGraph): boolean {
+    return this.leases.has(id) || this.fit(id, graph).decision.admit;
   }
 
   /** Decides whether the pipeline fits at its shape's cost, and when it does, holds its lease. */
-  private fit(id: string, processing: readonly ProcessingStep[]): { cost: ShapeCost; decision: ReturnType<typeof decide> } {
-    const cost = this.book.cost(processing);
+  private fit(id: string, graph: CostedGraph): { cost: ShapeCost; decision: ReturnType<typeof decide> } {
+    const cost = this.book.cost(graph);
     const decision = decide(this.load(), cost);
-    if (decision.admit) this.leases.set(id, { id, shape: cost.shape, processing, child: undefined, prev: undefined, window: [], fresh: 0 });
+    if (decision.admit) this.leases.set(id, { id, shape: cost.shape, graph: { processing: graph.processing, backup: graph.backup }, child: undefined, prev: undefined, window: [], fresh: 0 });
     return { cost, decision };
   }
 
@@ -199,7 +200,7 @@ export class HostCapacity {
     const busyS = w.reduce((a, x) => a + x.busyS, 0);
     const childrenS = w.reduce((a, x) => a + x.childrenS, 0);
     let committedPct = 0;
-    for (const lease of this.leases.values()) committedPct += this.book.cost(lease.processing).costPct;
+    for (const lease of this.leases.values()) committedPct += this.book.cost(lease.graph).costPct;
     return {
       capacityPct: this.options.capacityPct,
       reservePct: (this.options.capacityPct * this.options.reservePercent) / 100,
@@ -231,7 +232,7 @@ export class HostCapacity {
   /** The cost the engine counts for one admitted pipeline now. */
   cost(id: string): ShapeCost | undefined {
     const lease = this.leases.get(id);
-    return lease === undefined ? undefined : this.book.cost(lease.processing);
+    return lease === undefined ? undefined : this.book.cost(lease.graph);
   }
 
   overloaded(): boolean {

@@ -3,16 +3,33 @@
  * host has, whether one more pipeline fits, and how a child's niceness follows its priority.
  * CPU is in percent of one core throughout (100 = one core busy). docs/capacity.md.
  */
-import type { Priority, ProcessingStep } from '../spec/schema.js';
+import type { PipelineSpec, Priority, ProcessingStep } from '../spec/schema.js';
+
+/**
+ * What a pipeline's CPU depends on: its steps, and whether it has a backup SRT input (a second
+ * srtsrc, decode and clock-bridge core, running all the time: hot standby). A pipeline or
+ * station spec is one.
+ */
+export interface CostedGraph {
+  readonly processing: readonly ProcessingStep[];
+  readonly backup?: PipelineSpec['backup'];
+}
+
+/** The shape suffix of a graph with a backup input. */
+export const BACKUP_SHAPE = '+backup';
 
 /**
  * The graph's shape as far as CPU goes: the ordered step plugins, an eq with its band count
- * (`loudness-normalize>eq:3`); `-` for a graph without steps. Input and output are the same for
- * every pipeline (SRT in, decode, resample, RTP L24 out).
+ * (`loudness-normalize>eq:3`); `-` for a graph without steps; `+backup` after either when it has
+ * a backup input (`-+backup`, `eq:3+backup`). Main input and output are the same for every
+ * pipeline (SRT in, decode, resample, RTP L24 out). A fallback file costs nothing until it plays
+ * (mapped, read only on air), so it is not part of the shape.
  */
-export function graphShape(processing: readonly ProcessingStep[]): string {
-  if (processing.length === 0) return '-';
-  return processing.map((step) => (step.plugin === 'eq' ? `eq:${step.bands.length}` : step.plugin)).join('>');
+export function graphShape(graph: CostedGraph): string {
+  const steps = graph.processing.length === 0
+    ? '-'
+    : graph.processing.map((step) => (step.plugin === 'eq' ? `eq:${step.bands.length}` : step.plugin)).join('>');
+  return graph.backup === undefined ? steps : `${steps}${BACKUP_SHAPE}`;
 }
 
 /**
@@ -27,11 +44,22 @@ export const BUILTIN_COST = {
   basePct: 3.6,
   loudnessPct: 0.8,
   eqBandPct: 0.1,
+  /**
+   * A backup input, hot standby: its srtsrc ! tsdemux ! decodebin ! audioconvert ! audioresample
+   * and the clock bridge's second FIFO/drift/resampler core, all running whether or not the backup
+   * is on air. Measured with `npm run bench -- --only failover` (docs/failover.md#bench): a
+   * pipeline with a backup beside the same pipeline without, CPU over the same window, used
+   * 1.24x the CPU of the plain one (median of 17 rounds in 4 runs; 1.08-1.34x per run, 0.88-1.66x
+   * per round) and 1.6 points of a core more (median of the rounds), where the plain one used
+   * 6-10 % on the busy shared 2-core VM (load average 8-22). 1.8: the upper rounds' ratio (1.5x)
+   * applied to basePct, and above the median difference; on the high side like the others.
+   */
+  backupPct: 1.8,
 } as const;
 
-export function builtinCost(processing: readonly ProcessingStep[]): number {
-  let cost = BUILTIN_COST.basePct;
-  for (const step of processing) {
+export function builtinCost(graph: CostedGraph): number {
+  let cost = BUILTIN_COST.basePct + (graph.backup === undefined ? 0 : BUILTIN_COST.backupPct);
+  for (const step of graph.processing) {
     cost += step.plugin === 'eq' ? BUILTIN_COST.eqBandPct * step.bands.length : BUILTIN_COST.loudnessPct;
   }
   return cost;
@@ -62,11 +90,11 @@ export class CostBook {
       : { costPct: known.costPct + LEARN_WEIGHT * (cpuPct - known.costPct), windows: known.windows + 1 });
   }
 
-  cost(processing: readonly ProcessingStep[]): ShapeCost {
-    const shape = graphShape(processing);
+  cost(graph: CostedGraph): ShapeCost {
+    const shape = graphShape(graph);
     const known = this.learned.get(shape);
     return known === undefined
-      ? { shape, costPct: builtinCost(processing), source: 'built-in', windows: 0 }
+      ? { shape, costPct: builtinCost(graph), source: 'built-in', windows: 0 }
       : { shape, costPct: known.costPct, source: 'measured', windows: known.windows };
   }
 }

@@ -142,7 +142,7 @@ export class ManagedPipeline<S extends CompilableSpec> {
     if (plan.kind === 'restart') {
       await steps.beforeRestart?.(previous, next);
       const held = this.options.held();
-      if (!held) this.options.capacity?.readmit(this.id, next.processing, this.options.capacityCode); // refused: nothing changes
+      if (!held) this.options.capacity?.readmit(this.id, next, this.options.capacityCode); // refused: nothing changes
       await steps.persist(next, version);
       this.take(next, version, args, secrets);
       const applied: Applied = held ? 'next-start' : 'restart';
@@ -173,7 +173,7 @@ export class ManagedPipeline<S extends CompilableSpec> {
 
   /** Admission control: refused (capacityCode) when the host cannot carry the graph; nothing is started. */
   admit(): void {
-    this.options.capacity?.admit(this.id, this.currentSpec.processing, this.options.capacityCode);
+    this.options.capacity?.admit(this.id, this.currentSpec, this.options.capacityCode);
   }
 
   /** Starts the child of an admitted pipeline (measured from now on). */

@@ -160,7 +160,7 @@ export class PipelineRegistry {
       const { record, supervisor } = pipeline;
       if (supervisor.snapshot().state !== 'pending') continue;
       const admitted = this.admittedWhileHeld.delete(record.id)
-        || (this.waiting.size === 0 && (this.options.capacity?.tryAdmit(record.id, record.spec.processing) ?? true));
+        || (this.waiting.size === 0 && (this.options.capacity?.tryAdmit(record.id, record.spec) ?? true));
       if (admitted) {
         this.startAdmitted(pipeline);
         started += 1;
@@ -193,7 +193,7 @@ export class PipelineRegistry {
       }
       const fallbackFile = await this.prepareFallback(id, spec); // refused: nothing stored or started
       try {
-        this.options.capacity?.admit(id, spec.processing); // refused: nothing stored or started
+        this.options.capacity?.admit(id, spec); // refused: nothing stored or started
       } catch (error) {
         await this.options.fallback?.removeAll(id);
         throw error;
@@ -456,7 +456,7 @@ export class PipelineRegistry {
     for (const id of this.waiting) {
       const pipeline = this.pipelines.get(id);
       if (pipeline === undefined || this.closing) break;
-      if (!(this.options.capacity?.tryAdmit(id, pipeline.record.spec.processing) ?? true)) break;
+      if (!(this.options.capacity?.tryAdmit(id, pipeline.record.spec) ?? true)) break;
       this.waiting.delete(id);
       this.options.log.info({ event: 'capacity-available', pipeline_id: id }, `pipeline ${id}: room on the host, starting`);
       this.startAdmitted(pipeline);

@@ -1,10 +1,12 @@
 import pino from 'pino';
 import t from 'tap';
 import { HostCapacity, type MeasuredChild } from '../../src/capacity/host-capacity.js';
+import { BUILTIN_COST } from '../../src/capacity/model.js';
 import { CapacityError } from '../../src/errors.js';
 import type { ProcessingStep } from '../../src/spec/schema.js';
 
 const loud: ProcessingStep = { plugin: 'loudness-normalize', target: -23, true_peak: -1 };
+const backup = { type: 'srt' as const, port: 9001, latency: 120 };
 
 /** A host whose /proc readings the test writes: busy seconds per second and each child's CPU. */
 function rig(cores = 2) {
@@ -49,7 +51,7 @@ void t.test('others = host busy less the children; admitted pipelines count at f
   const { capacity, second } = rig();
   await capacity.tick();
   const a = child(100);
-  capacity.admit('pl_a', [loud]);
+  capacity.admit('pl_a', { processing: [loud] });
   capacity.attach('pl_a', a);
   for (let i = 0; i < 6; i += 1) await second(0.5, [{ pid: 100, cpuS: 0.04, child: a, packets: 1000 }]);
   const load = capacity.load();
@@ -67,15 +69,15 @@ void t.test('refusal names headroom and cost; tryAdmit is quiet; release gives t
   const { capacity, second } = rig();
   await capacity.tick();
   for (let i = 0; i < 3; i += 1) await second(1.67);
-  const error = t.throws(() => capacity.admit('pl_b', [loud])) as CapacityError;
+  const error = t.throws(() => capacity.admit('pl_b', { processing: [loud] })) as CapacityError;
   t.ok(error instanceof CapacityError);
   t.equal(error.code, 'HOST_AT_CAPACITY');
   t.equal(error.retryAfterS, 10);
   t.match(error.message, /not enough CPU for a new pipeline: the host has [\d.]+ % of a core of CPU headroom and a pipeline of shape loudness-normalize is estimated at 4\.4 %/);
-  t.throws(() => capacity.admit('station:s', [loud], 'STATION_AT_CAPACITY'), { code: 'STATION_AT_CAPACITY' });
-  t.notOk(capacity.tryAdmit('pl_b', [loud]));
+  t.throws(() => capacity.admit('station:s', { processing: [loud] }, 'STATION_AT_CAPACITY'), { code: 'STATION_AT_CAPACITY' });
+  t.notOk(capacity.tryAdmit('pl_b', { processing: [loud] }));
   for (let i = 0; i < 5; i += 1) await second(0.5);
-  t.ok(capacity.tryAdmit('pl_b', [loud]));
+  t.ok(capacity.tryAdmit('pl_b', { processing: [loud] }));
   const before = capacity.load().committedPct;
   capacity.release('pl_b');
   t.ok(capacity.load().committedPct < before);
@@ -85,7 +87,7 @@ void t.test('overload: reported with figures and the pipelines behind; not learn
   const { capacity, second } = rig();
   await capacity.tick();
   const a = child(200);
-  capacity.admit('pl_c', [loud]);
+  capacity.admit('pl_c', { processing: [loud] });
   capacity.attach('pl_c', a);
   for (let i = 0; i < 6; i += 1) await second(1.95, [{ pid: 200, cpuS: 0.03, child: a, packets: 700 }]);
   t.ok(capacity.overloaded());
@@ -105,7 +107,7 @@ void t.test('inserted silence makes a pipeline behind although 1000 packets a se
   const { capacity, second } = rig();
   await capacity.tick();
   const a = child(100);
-  capacity.admit('pl_a', [loud]);
+  capacity.admit('pl_a', { processing: [loud] });
   capacity.attach('pl_a', a);
   const run = { pid: 100, cpuS: 0.04, child: a, packets: 1000 };
   for (let i = 0; i < 3; i += 1) await second(0, [run]);
@@ -117,4 +119,72 @@ void t.test('inserted silence makes a pipeline behind although 1000 packets a se
   t.equal(capacity.cost('pl_a')?.source, 'built-in', 'a window with inserted silence teaches no cost');
   await second(0, [run]);
   t.same(capacity.pipeline('pl_a'), { realtime_ratio: 1, behind: false }, 'real time again once the window is clean');
+});
+
+const round6 = (x: number): number => Math.round(x * 1e6) / 1e6;
+
+/** Admits pipelines of `graph` one by one until the host refuses one: how many it took, and the refusal. */
+function fill(capacity: HostCapacity, prefix: string, graph: Parameters<HostCapacity['admit']>[1]): { admitted: number; refusal: unknown } {
+  for (let i = 0; i < 1000; i += 1) {
+    try {
+      capacity.admit(`${prefix}${i}`, graph);
+    } catch (error) {
+      return { admitted: i, refusal: error };
+    }
+  }
+  return { admitted: 1000, refusal: undefined };
+}
+
+void t.test('a pipeline with a backup costs its second input: the host that admits N plain pipelines admits fewer', async (t) => {
+  // 2 cores, reserve 30 %, other programs 1.4 cores: 30 % of a core of headroom.
+  const plainHost = rig();
+  await plainHost.capacity.tick();
+  for (let i = 0; i < 5; i += 1) await plainHost.second(1.4);
+  const backupHost = rig();
+  await backupHost.capacity.tick();
+  for (let i = 0; i < 5; i += 1) await backupHost.second(1.4);
+  const room = plainHost.capacity.load().capacityPct - plainHost.capacity.load().reservePct - plainHost.capacity.load().othersPct;
+  t.equal(Math.round(room), 30);
+
+  const plainCost = BUILTIN_COST.basePct + BUILTIN_COST.loudnessPct;
+  const backupCost = BUILTIN_COST.basePct + BUILTIN_COST.backupPct + BUILTIN_COST.loudnessPct;
+  t.equal(plainHost.capacity.book.cost({ processing: [loud] }).costPct, plainCost);
+  t.equal(backupHost.capacity.book.cost({ processing: [loud], backup }).costPct, backupCost);
+
+  const plain = fill(plainHost.capacity, 'pl_plain', { processing: [loud] });
+  const withBackup = fill(backupHost.capacity, 'pl_backup', { processing: [loud], backup });
+  t.equal(plain.admitted, Math.floor(room / plainCost), `plain: ${plain.admitted} pipelines of ${plainCost.toFixed(1)} %`);
+  t.equal(withBackup.admitted, Math.floor(room / backupCost), `with a backup: ${withBackup.admitted} pipelines of ${backupCost.toFixed(1)} %`);
+  t.ok(withBackup.admitted < plain.admitted, 'fewer with backups');
+  t.equal(round6(backupHost.capacity.load().committedPct), round6(withBackup.admitted * backupCost), 'each admitted at its full cost, backup included');
+
+  const refusal = withBackup.refusal as CapacityError;
+  t.ok(refusal instanceof CapacityError);
+  t.equal(refusal.code, 'HOST_AT_CAPACITY', 'a 503 HOST_AT_CAPACITY at create, as for any pipeline');
+  t.equal(refusal.retryAfterS, 10);
+  t.match(refusal.message, new RegExp(`a pipeline of shape loudness-normalize\\+backup is estimated at ${backupCost.toFixed(1)} % \\(built-in estimate\\)`));
+});
+
+void t.test('where a plain pipeline still fits, one with a backup waits; adding a backup is readmitted at the higher cost', async (t) => {
+  const { capacity, second } = rig();
+  await capacity.tick();
+  // 200 - 30 reserve - 164 others = 6 % of headroom: a plain pipeline (4.4) fits, one with a backup does not.
+  for (let i = 0; i < 5; i += 1) await second(1.64);
+  const plainCost = BUILTIN_COST.basePct + BUILTIN_COST.loudnessPct;
+  t.ok(plainCost <= 6 && plainCost + BUILTIN_COST.backupPct > 6, 'the figures of this test fit the built-in costs');
+  t.notOk(capacity.tryAdmit('pl_hot', { processing: [loud], backup }), 'the registry keeps a restored pipeline with a backup waiting');
+  t.equal(capacity.load().committedPct, 0, 'a refusal holds nothing');
+  t.ok(capacity.tryAdmit('pl_cold', { processing: [loud] }), 'a plain one of the same steps starts');
+  t.equal(capacity.cost('pl_cold')?.shape, 'loudness-normalize');
+
+  // A PATCH that adds a backup to the admitted plain pipeline: the new shape's cost (in place of
+  // the old one, so 6 % of room again), or nothing changes.
+  t.throws(() => capacity.readmit('pl_cold', { processing: [loud], backup }), { code: 'HOST_AT_CAPACITY' });
+  t.equal(capacity.cost('pl_cold')?.shape, 'loudness-normalize', 'refused: still admitted as it was');
+  for (let i = 0; i < 5; i += 1) await second(1.0);
+  capacity.readmit('pl_cold', { processing: [loud], backup });
+  t.equal(capacity.cost('pl_cold')?.shape, 'loudness-normalize+backup');
+  t.equal(round6(capacity.load().committedPct), round6(plainCost + BUILTIN_COST.backupPct), 'counted with its second input now');
+  capacity.readmit('pl_cold', { processing: [loud] });
+  t.equal(capacity.load().committedPct, plainCost, 'and without it once the backup is removed');
 });

@@ -1,48 +1,67 @@
 import t from 'tap';
-import { BUILTIN_COST, CostBook, decide, graphShape, headroomPct, isOverloaded, niceIncrement, realTimeRatio, type HostLoad } from '../../src/capacity/model.js';
+import { BACKUP_SHAPE, BUILTIN_COST, CostBook, decide, graphShape, headroomPct, isOverloaded, niceIncrement, realTimeRatio, type HostLoad } from '../../src/capacity/model.js';
 import { parseHostTimes, parseProcessCpu } from '../../src/capacity/proc-stat.js';
 import type { ProcessingStep } from '../../src/spec/schema.js';
 
 const loud: ProcessingStep = { plugin: 'loudness-normalize', target: -23, true_peak: -1 };
 const eq3: ProcessingStep = { plugin: 'eq', bands: [100, 1000, 8000].map((freq) => ({ freq, gain: 1, q: 1 })) };
+const backup = { type: 'srt' as const, port: 9001, latency: 120 };
 
 const load = (over: Partial<HostLoad> = {}): HostLoad => ({
   capacityPct: 200, reservePct: 30, othersPct: 20, committedPct: 100, childrenPct: 90, measured: true, ...over,
 });
 
 void t.test('graph shape: ordered plugins, eq with its band count', async (t) => {
-  t.equal(graphShape([]), '-');
-  t.equal(graphShape([loud, eq3]), 'loudness-normalize>eq:3');
-  t.equal(graphShape([eq3, loud]), 'eq:3>loudness-normalize', 'order matters');
+  t.equal(graphShape({ processing: [] }), '-');
+  t.equal(graphShape({ processing: [loud, eq3] }), 'loudness-normalize>eq:3');
+  t.equal(graphShape({ processing: [eq3, loud] }), 'eq:3>loudness-normalize', 'order matters');
+  t.equal(graphShape({ processing: [], backup: undefined }), '-', 'no backup: the shape of before');
+});
+
+void t.test('a backup input is part of the shape and of its cost', async (t) => {
+  t.equal(BACKUP_SHAPE, '+backup');
+  t.equal(graphShape({ processing: [], backup }), '-+backup');
+  t.equal(graphShape({ processing: [loud, eq3], backup }), 'loudness-normalize>eq:3+backup');
+  const book = new CostBook();
+  const plain = book.cost({ processing: [loud, eq3] });
+  const hot = book.cost({ processing: [loud, eq3], backup });
+  t.equal(hot.source, 'built-in');
+  t.ok(BUILTIN_COST.backupPct > 0);
+  t.equal(hot.costPct, plain.costPct + BUILTIN_COST.backupPct, 'the second input, decoded all the time, costs on top');
+  book.learn('loudness-normalize>eq:3', 3.0);
+  t.equal(book.cost({ processing: [loud, eq3], backup }).source, 'built-in', 'a plain pipeline measured teaches nothing about one with a backup');
+  book.learn('loudness-normalize>eq:3+backup', 5.5);
+  t.same(book.cost({ processing: [loud, eq3], backup }), { shape: 'loudness-normalize>eq:3+backup', costPct: 5.5, source: 'measured', windows: 1 });
+  t.equal(book.cost({ processing: [loud, eq3] }).costPct, 3.0, 'and the other way round');
 });
 
 void t.test('the built-in estimate until a shape is measured, then the learned cost', async (t) => {
   const book = new CostBook();
-  const first = book.cost([loud, eq3]);
+  const first = book.cost({ processing: [loud, eq3] });
   t.equal(first.source, 'built-in');
   t.equal(first.costPct, BUILTIN_COST.basePct + BUILTIN_COST.loudnessPct + 3 * BUILTIN_COST.eqBandPct);
   book.learn('loudness-normalize>eq:3', 3.0);
-  t.same(book.cost([loud, eq3]), { shape: 'loudness-normalize>eq:3', costPct: 3.0, source: 'measured', windows: 1 });
+  t.same(book.cost({ processing: [loud, eq3] }), { shape: 'loudness-normalize>eq:3', costPct: 3.0, source: 'measured', windows: 1 });
   book.learn('loudness-normalize>eq:3', 4.0);
-  t.equal(book.cost([loud, eq3]).costPct, 3.3, 'moving average (0.3 of each new window)');
-  t.equal(book.cost([loud]).source, 'built-in', 'another shape keeps its estimate');
+  t.equal(book.cost({ processing: [loud, eq3] }).costPct, 3.3, 'moving average (0.3 of each new window)');
+  t.equal(book.cost({ processing: [loud] }).source, 'built-in', 'another shape keeps its estimate');
   book.learn('-', Number.NaN);
   book.learn('-', 0);
-  t.equal(book.cost([]).source, 'built-in', 'no learning from empty windows');
+  t.equal(book.cost({ processing: [] }).source, 'built-in', 'no learning from empty windows');
 });
 
 void t.test('admission: fits in the headroom or is refused with the figures', async (t) => {
   t.equal(headroomPct(load()), 50);
   const book = new CostBook();
-  const ok = decide(load(), book.cost([loud, eq3]));
+  const ok = decide(load(), book.cost({ processing: [loud, eq3] }));
   t.ok(ok.admit);
   t.equal(ok.reason, '');
-  const no = decide(load({ othersPct: 68 }), book.cost([loud, eq3]));
+  const no = decide(load({ othersPct: 68 }), book.cost({ processing: [loud, eq3] }));
   t.notOk(no.admit);
   t.equal(no.headroomPct, 2);
   t.match(no.reason, /the host has 2\.0 % of a core of CPU headroom and a pipeline of shape loudness-normalize>eq:3 is estimated at 4\.7 % \(built-in estimate\)/);
   t.match(no.reason, /capacity 200\.0 %, reserve 30\.0 %, other programs 68\.0 %, admitted pipelines 100\.0 %/);
-  t.notOk(decide(load({ capacityPct: 1, reservePct: 0.15, othersPct: 0, committedPct: 0 }), book.cost([])).admit, 'a tiny capacity refuses everything');
+  t.notOk(decide(load({ capacityPct: 1, reservePct: 0.15, othersPct: 0, committedPct: 0 }), book.cost({ processing: [] })).admit, 'a tiny capacity refuses everything');
 });
 
 void t.test('overloaded: the admitted pipelines do not fit within the reserve', async (t) => {

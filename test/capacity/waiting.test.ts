@@ -11,6 +11,7 @@
 import pino from 'pino';
 import t from 'tap';
 import { HostCapacity } from '../../src/capacity/host-capacity.js';
+import { BUILTIN_COST } from '../../src/capacity/model.js';
 import { gstEnvironment } from '../../src/gst/environment.js';
 import { probeUdpPort } from '../../src/net/udp-port.js';
 import { parsePipelineSpec } from '../../src/spec/validate.js';
@@ -125,4 +126,73 @@ void t.test('restored pipelines wait for room, in creation order, and start when
     return third.state === 'running' ? third : undefined;
   }, 30_000, 'the third pipeline to start');
   t.ok(started.pid !== null, 'it has a child now');
+});
+
+void t.test('restored pipelines with a backup count their second input: where two plain ones fit, the second waits', async (t) => {
+  const stateDir = t.testdir();
+  const log = pino({ level: 'silent' });
+  const store = new PipelineStore(stateDir);
+  await store.open();
+  const ids = ['pl_00000000000a', 'pl_00000000000b'];
+  for (const [i, id] of ids.entries()) {
+    const spec = parsePipelineSpec({
+      name: `b${i}`,
+      input: { type: 'srt', port: await freeUdpPort() },
+      backup: { type: 'srt', port: await freeUdpPort() },
+      output: { type: 'rtp', host: '127.0.0.1', port: 9 },
+    });
+    await store.put({ id, seq: i + 1, created_at: new Date().toISOString(), spec });
+  }
+  // One core, no reserve, other programs at 92 %: 8 % of headroom, room for two plain pipelines
+  // (no steps) but for one with a backup only. No child is measured: the model is the test's.
+  const plainPct = BUILTIN_COST.basePct;
+  const backupPct = BUILTIN_COST.basePct + BUILTIN_COST.backupPct;
+  t.ok(2 * plainPct <= 8 && backupPct <= 8 && 2 * backupPct > 8, 'the figures of this test fit the built-in costs');
+  const host = { totalS: 0, busyS: 0, clockMs: 0 };
+  const capacity = new HostCapacity({
+    capacityPct: 100,
+    reservePercent: 0,
+    normalNice: 0,
+    log,
+    readHost: async () => ({ totalS: host.totalS, idleS: host.totalS - host.busyS, cpus: 1 }),
+    readProcess: async () => undefined,
+    now: () => host.clockMs,
+    tickMs: 1000,
+    windowTicks: 5,
+  });
+  await capacity.tick();
+  for (let i = 0; i < 5; i += 1) {
+    host.clockMs += 1000;
+    host.totalS += 1;
+    host.busyS += 0.92;
+    await capacity.tick();
+  }
+  const gst = gstEnvironment(stateDir, process.env);
+  const registry = new PipelineRegistry({
+    store,
+    maxPipelines: 10,
+    compile: { statsIntervalMs: 1000, packetsPerSend: 4, clockSource: 'tai', jitterMs: 20 },
+    probePort: (port) => probeUdpPort(port),
+    reservedPorts: new Map(),
+    capacity,
+    log,
+    now: () => new Date(),
+    supervisorDeps: {
+      launch: launchChild, command: gst.launchCommand, env: gst.env, log, backoff: DEFAULT_BACKOFF, random: Math.random,
+      now: Date.now, stopBounds: { eosMs: 1000, termMs: 1000 }, logLines: 100, statsIntervalMs: 1000, stallAfterMs: 5000,
+      readyTimeoutMs: 10_000, prerollExitMs: 2000,
+    },
+  });
+  t.teardown(async () => {
+    await registry.shutdown();
+    for (const pid of await findLeftovers(stateDir)) process.kill(pid, 'SIGKILL');
+  });
+  await registry.load();
+  registry.startChildren();
+  const [first, second] = registry.list();
+  t.not(first?.state, 'waiting_for_capacity', 'the first, with its backup, fits');
+  t.equal(second?.state, 'waiting_for_capacity', 'the second waits: its backup input does not fit');
+  t.equal(registry.get(ids[1] ?? '').pid, null, 'no child for the waiting one');
+  t.equal(capacity.cost(ids[0] ?? '')?.shape, '-+backup', 'admitted at the shape with a backup');
+  t.equal(capacity.load().committedPct, backupPct, 'counted at its full cost, the second input included');
 });

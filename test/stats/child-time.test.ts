@@ -167,7 +167,7 @@ void t.test('the view\'s realtime_ratio is the child\'s packets over the child\'
     tickMs: 1000,
     windowTicks: 5,
   });
-  capacity.admit('pl_x', []);
+  capacity.admit('pl_x', { processing: [] });
   capacity.attach('pl_x', { pid: 4242, stats });
   const ratios: (number | null)[] = [];
   const behind: boolean[] = [];

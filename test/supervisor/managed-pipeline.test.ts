@@ -28,15 +28,15 @@ const LOUDNESS: Processing = [{ plugin: 'loudness-normalize', target: -23, true_
 class CapacityRecorder {
   readonly calls: string[] = [];
   refuse = false;
-  admit(id: string, processing: Processing, code?: CapacityCode): void {
-    this.calls.push(`admit ${id} ${processing.length} ${code ?? 'default'}`);
+  admit(id: string, graph: { processing: Processing }, code?: CapacityCode): void {
+    this.calls.push(`admit ${id} ${graph.processing.length} ${code ?? 'default'}`);
   }
-  readmit(id: string, processing: Processing, code?: CapacityCode): void {
+  readmit(id: string, graph: { processing: Processing }, code?: CapacityCode): void {
     if (this.refuse) {
       this.refuse = false;
       throw new CapacityError('not enough CPU for this station: test', 5, code);
     }
-    this.calls.push(`readmit ${id} ${processing.length} ${code ?? 'default'}`);
+    this.calls.push(`readmit ${id} ${graph.processing.length} ${code ?? 'default'}`);
   }
   attach(id: string): void {
     this.calls.push(`attach ${id}`);
