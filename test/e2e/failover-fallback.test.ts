@@ -272,11 +272,13 @@ void t.test('both senders gone: the fallback file, looped, at its level; the mai
   const bound = crossfadeBound(MAIN, FILE);
   const back2 = largestStep(left, (returnBlock - 5) * BLOCK, (firstMain + 5) * BLOCK);
   t.ok(back2.step <= bound, `file -> main: largest sample step ${back2.step.toFixed(5)} <= ${bound.toFixed(5)}`);
-  // Not asserted (yet): a core that runs dry with less than its 5 ms fade left fades out over what
-  // it has (bridge.c), steeper than the bound; how much is left when a sender is killed is chance.
+  // The loss: main's core runs dry with whatever is left, and fades out over at least 4 ms
+  // (bridge.c plays the last frames on when fewer are left), under the file's cover.
   const loss = largestStep(left, (lastMain - 5) * BLOCK, (firstFile + 5) * BLOCK);
+  t.ok(loss.step <= bound, `main -> file: largest sample step ${loss.step.toFixed(5)} <= ${bound.toFixed(5)}`);
+  // The whole stream, printed: it also holds the AAC senders' start-up (a codec's overshoot)
   const whole = largestStep(left, firstAudio * BLOCK + 1);
-  t.comment(`main -> file: largest sample step ${loss.step.toFixed(5)}; the whole stream: ${whole.step.toFixed(5)} at ${(whole.at / RATE).toFixed(3)} s (bound ${bound.toFixed(5)})`);
+  t.comment(`the whole stream: largest sample step ${whole.step.toFixed(5)} at ${(whole.at / RATE).toFixed(3)} s (bound ${bound.toFixed(5)})`);
 
   // The view, the metric and the log agree.
   const events = failoverEvents(engine, id, logsAtKill);
