@@ -289,7 +289,7 @@ trim_to_target (ClockBridge * b)
     return;
   }
   if (b->running && b->fade_pos >= b->fade_len && fill_frames (b) >=
-      start_fill (b) + b->fade_len + CLOCK_SINC_TAPS) {
+      b->fade_len + CLOCK_SINC_TAPS) {
     unsigned ch = b->channels;
     size_t k = clock_resampler_run (&b->rs, &b->fifo, b->ratio, b->scratch,
         b->fade_len);
