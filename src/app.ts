@@ -28,6 +28,8 @@ import { NmosNode } from './nmos/node.js';
 import { registerPtpMetrics } from './metrics/ptp-metrics.js';
 import { createMetrics } from './metrics/registry.js';
 import { probeUdpPort } from './net/udp-port.js';
+import { LinkWatcher } from './net/link-watcher.js';
+import { readSysfsLink } from './net/link-state.js';
 import { launchChild, runCommand } from './process/child.js';
 import { reapLeftovers } from './process/reap.js';
 import { PipelineStore } from './store/pipeline-store.js';
@@ -73,6 +75,8 @@ export const STOP_BOUNDS = { eosMs: 3000, termMs: 2000 } as const;
 export const READY_TIMEOUT_MS = 10_000;
 /** How long gst-launch may take to exit after "pipeline doesn't want to preroll" before it is killed. */
 export const PREROLL_EXIT_MS = 2000;
+/** How often the link watcher reads the interfaces of the output legs (carrier), ms. */
+export const LINK_PERIOD_MS = 1000;
 
 /**
  * Type=notify readiness: under systemd (NOTIFY_SOCKET set) `systemd-notify --ready`, run like any
@@ -144,6 +148,8 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
     config.stations.map((s) => [harborPort(s.number), `station ${s.id} (harbor port)`]),
   );
   const capacity = createHostCapacity(config.engine, log);
+  // One watcher for every output leg's interface link (carrier), read once a second (docs/aes67.md, "A failed leg").
+  const links = new LinkWatcher((ifname) => readSysfsLink(ifname), { periodMs: LINK_PERIOD_MS });
   const supervisorDeps = {
     launch: launchChild,
     command: gst.launchCommand,
@@ -159,6 +165,7 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
     hostOverloaded: () => capacity.overloaded(),
     readyTimeoutMs: READY_TIMEOUT_MS,
     prerollExitMs: PREROLL_EXIT_MS,
+    links,
   };
   const compile = {
     statsIntervalMs: config.engine.metrics_interval_ms,
@@ -284,6 +291,7 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
       await aes67.close(); // SAP deletions go out while the streams still play
       await Promise.all([pipelines.shutdown(), stations.shutdown(), ptp.close()]);
       capacity.stop();
+      links.close();
     },
   };
 }

@@ -43,6 +43,7 @@
  * and out. Element names are fixed: the statistics parser and pipelinestats rely on them.
  */
 import { DEFAULT_PBKEYLEN, type PipelineSpec, type ProcessingStep } from '../spec/schema.js';
+import { isMulticast } from '../spec/host.js';
 import { PTIME_SAMPLES } from '../spec/rtp-format.js';
 import { CAPS, element, processingCaps, UnsafeValueError } from './elements.js';
 
@@ -322,6 +323,25 @@ export type OutputLegName = keyof typeof LEG_SINKS;
 /** The leg a sink sends, or undefined for another element. */
 export function legOfSink(sink: string): OutputLegName | undefined {
   return (Object.keys(LEG_SINKS) as OutputLegName[]).find((leg) => LEG_SINKS[leg] === sink);
+}
+
+/** A leg whose sink sends from a named interface (udpsink's multicast-iface): the link the engine watches. */
+export interface LegInterface {
+  sink: string;
+  interface: string;
+}
+
+/**
+ * The interfaces the output's legs send from: each multicast leg with an `interface` (what its
+ * udpsink's multicast-iface gets). A unicast leg's route picks its interface, and a leg without
+ * one sends where the host's routes say: neither names an interface to watch.
+ */
+export function legInterfacesOf(output: PipelineSpec['output']): LegInterface[] {
+  const legs: LegInterface[] = [];
+  if (output.interface !== undefined && isMulticast(output.host)) legs.push({ sink: LEG_SINKS.primary, interface: output.interface });
+  const second = output.redundant;
+  if (second?.interface !== undefined && isMulticast(second.host)) legs.push({ sink: LEG_SINKS.redundant, interface: second.interface });
+  return legs;
 }
 
 /**

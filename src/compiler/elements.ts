@@ -6,6 +6,7 @@
  * outside a quoted list, `=`) can reach the pipeline description.
  */
 import { CLOCK_SOURCE } from '../config/schema.js';
+import { isInterfaceName } from '../net/interface-name.js';
 import { isDnsName, isIpLiteral } from '../spec/host.js';
 
 export type PropertyType =
@@ -132,7 +133,6 @@ export function formatNumber(value: number, decimals: number): string {
 }
 
 const ELEMENT_NAME = /^[a-z][a-z0-9_]{0,31}$/;
-const IFNAME = /^[A-Za-z0-9_.-]{1,15}$/;
 /** An absolute path of safe characters only (none the gst-launch parser treats specially). */
 const FILE_PATH = /^\/[A-Za-z0-9_.+/-]{1,1023}$/;
 
@@ -163,7 +163,7 @@ export function formatValue(element: string, property: string, type: PropertyTyp
       if (typeof value !== 'string' || (!isIpLiteral(value) && !isDnsName(value))) refuse();
       return value as string;
     case 'ifname':
-      if (typeof value !== 'string' || !IFNAME.test(value)) refuse();
+      if (typeof value !== 'string' || !isInterfaceName(value)) refuse();
       return value as string;
     case 'file-path':
       if (typeof value !== 'string' || !FILE_PATH.test(value) || value.split('/').includes('..')) refuse();

@@ -1,8 +1,8 @@
 /**
  * `audio_engine_pipeline_output_leg_up{pipeline_id, leg}`: 1 while the leg sends, 0 while it
- * failed (its sends fail, the child goes on: stats/output-legs.ts) or no child runs. One series
- * per leg of every pipeline and station (`primary`, and `redundant` for an ST 2022-7 output), from
- * its creation to its deletion.
+ * failed (its sends fail or its interface has no carrier, the child goes on: stats/output-legs.ts)
+ * or no child runs. One series per leg of every pipeline and station (`primary`, and `redundant`
+ * for an ST 2022-7 output), from its creation to its deletion.
  */
 import { Gauge, type Registry } from 'prom-client';
 import type { PipelineSpec } from '../spec/schema.js';
@@ -16,7 +16,7 @@ export interface LegSource {
 export function registerOutputLegMetrics(registry: Registry, pipelines: LegSource): void {
   new Gauge({
     name: 'audio_engine_pipeline_output_leg_up',
-    help: 'The output leg sends (1), or not (0: its sends fail while the pipeline goes on, or no child runs); leg primary or redundant (ST 2022-7).',
+    help: 'The output leg sends (1), or not (0: its sends fail or its interface has no carrier while the pipeline goes on, or no child runs); leg primary or redundant (ST 2022-7).',
     labelNames: ['pipeline_id', 'leg'],
     registers: [registry],
     collect() {

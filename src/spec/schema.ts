@@ -4,6 +4,7 @@
  * Units and ranges: docs/api.md and the contract's decisions.md.
  */
 import { Type, type Static } from '@sinclair/typebox';
+import { INTERFACE_NAME_PATTERN } from '../net/interface-name.js';
 
 /** Plugin names of the processing steps, as clients write them. */
 export const PLUGINS = ['loudness-normalize', 'eq'] as const;
@@ -83,7 +84,7 @@ export const RedundantLeg = Type.Object(
     host: Type.String({ format: 'engine-host', description: 'IPv4/IPv6 literal (unicast or multicast) or DNS name' }),
     port: Type.Optional(Type.Integer({ minimum: 1, maximum: 65535, description: 'default: the output\'s port' })),
     interface: Type.Optional(
-      Type.String({ pattern: '^[A-Za-z0-9_.-]{1,15}$', description: 'network interface for multicast' }),
+      Type.String({ pattern: INTERFACE_NAME_PATTERN, description: 'network interface for multicast' }),
     ),
   },
   strict,
@@ -96,7 +97,7 @@ export const RtpOutput = Type.Object(
     port: Type.Integer({ minimum: 1, maximum: 65535 }),
     ttl: Type.Integer({ minimum: 1, maximum: 255, default: 16, description: 'multicast TTL' }),
     interface: Type.Optional(
-      Type.String({ pattern: '^[A-Za-z0-9_.-]{1,15}$', description: 'network interface for multicast' }),
+      Type.String({ pattern: INTERFACE_NAME_PATTERN, description: 'network interface for multicast' }),
     ),
     // AES67 stream options (docs/aes67.md). The packet-size rule across channels, encoding and
     // ptime is checked after the schema (spec/rtp-output.ts).

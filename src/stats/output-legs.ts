@@ -1,6 +1,7 @@
 /**
  * The state of an output's legs (its udpsinks: `out`, and `out2` for an ST 2022-7 output), from
- * the child's lines. Pure: no clock, only the order of the lines.
+ * two rules: the child's lines (its sends fail) and the link of the leg's interface (it has no
+ * carrier). A leg is `failed` while either says so. Pure: no clock, only the order of the events.
  *
  * What GStreamer 1.22's udpsink does when a leg's network goes (measured, docs/aes67.md): every
  * send that fails (sendmsg: "Network is unreachable" once the leg's interface is down) posts one
@@ -9,10 +10,15 @@
  * again as soon as the network is back. With `rtpbatch` that is one warning per buffer list (250
  * a second at 4 packets per send) for as long as the leg is down.
  *
- * So: a leg is `failed` from the first such warning of its sink; it is `sending` again once a
- * whole interval between two `pipelinestats` reports passed with output packets and without a
- * warning of its sink (every send of that interval went out). gst-launch prints the bus messages
- * in the order they were posted, so the rule reads the lines only.
+ * Sends rule: failed from the first such warning of its sink; cleared once a whole interval
+ * between two `pipelinestats` reports passed with output packets and without a warning of its
+ * sink (every send of that interval went out). gst-launch prints the bus messages in the order
+ * they were posted, so the rule reads the lines only.
+ *
+ * Link rule: an interface that is up but has no carrier (a cut cable, a veth whose peer is down)
+ * takes the packets and drops them, sendmsg does not fail, so no warning comes. The engine's link
+ * watcher (net/link-watcher.ts) reads the interface once a second: failed while it says why the
+ * link cannot carry packets ("no carrier on eth1"), cleared on the first reading with the carrier back.
  */
 import type { UdpSendWarningEvent } from './parse-line.js';
 
@@ -20,7 +26,10 @@ export type LegState = 'sending' | 'failed';
 
 export interface LegStatus {
   state: LegState;
-  /** The last failure's reason ("Error sending message: Network is unreachable"); null while sending. */
+  /**
+   * Why the leg failed: the link's cause and/or the last send failure's reason, joined by "; "
+   * ("no carrier on eth1", "Error sending message: Network is unreachable"); null while sending.
+   */
   error: string | null;
 }
 
@@ -28,16 +37,25 @@ export interface LegStatus {
 export interface LegChange {
   sink: string;
   state: LegState;
-  /** With `failed`: the destination udpsink named and its reason. */
+  /** With a failed send: the destination udpsink named. */
   client?: string;
+  /** With `failed`: the cause that failed it. */
   error?: string;
+  /** With a link cause: the interface. */
+  interface?: string;
 }
 
 interface Tracked {
-  failed: boolean;
-  error: string | null;
+  /** Sends rule: the last failed send's reason while the rule says failed, else null. */
+  sendError: string | null;
   /** pipelinestats reports since the sink's last warning (2: a whole interval without one). */
   reportsSinceWarning: number;
+  /** Link rule: why the leg's interface cannot carry packets, else null. */
+  linkError: string | null;
+}
+
+function failed(leg: Tracked | undefined): boolean {
+  return leg !== undefined && (leg.sendError !== null || leg.linkError !== null);
 }
 
 export class OutputLegs {
@@ -45,7 +63,7 @@ export class OutputLegs {
   /** Output packets at the previous pipelinestats report. */
   private lastPackets: number | undefined;
 
-  /** A new child: every leg sends until its sink says otherwise. */
+  /** A new child: every leg sends until a rule says otherwise (the link rule is fed again as the child's watch begins). */
   childStarted(): void {
     this.legs.clear();
     this.lastPackets = undefined;
@@ -53,18 +71,31 @@ export class OutputLegs {
 
   status(sink: string): LegStatus {
     const leg = this.legs.get(sink);
-    return leg?.failed === true ? { state: 'failed', error: leg.error } : { state: 'sending', error: null };
+    if (leg === undefined || !failed(leg)) return { state: 'sending', error: null };
+    return { state: 'failed', error: [leg.linkError, leg.sendError].filter((e) => e !== null).join('; ') };
   }
 
   /** A send of `sink` failed. Returns the change when the leg was sending until now. */
   onWarning(event: UdpSendWarningEvent): LegChange | undefined {
-    const leg = this.legs.get(event.element) ?? { failed: false, error: null, reportsSinceWarning: 0 };
-    this.legs.set(event.element, leg);
+    const leg = this.tracked(event.element);
+    const was = failed(leg);
     leg.reportsSinceWarning = 0;
-    leg.error = event.reason;
-    if (leg.failed) return undefined;
-    leg.failed = true;
+    leg.sendError = event.reason;
+    if (was) return undefined;
     return { sink: event.element, state: 'failed', client: event.client, error: event.reason };
+  }
+
+  /**
+   * The link of `sink`'s interface: `cause` null (it carries) or why not. Returns the change when
+   * the leg's state changed with it.
+   */
+  onLink(sink: string, ifname: string, cause: string | null): LegChange | undefined {
+    const leg = this.tracked(sink);
+    const was = failed(leg);
+    leg.linkError = cause;
+    const is = failed(leg);
+    if (was === is) return undefined;
+    return is ? { sink, state: 'failed', error: cause ?? '', interface: ifname } : { sink, state: 'sending' };
   }
 
   /** A pipelinestats report with the output's cumulative packet count. Returns the legs that recovered. */
@@ -74,12 +105,20 @@ export class OutputLegs {
     const changes: LegChange[] = [];
     for (const [sink, leg] of this.legs) {
       leg.reportsSinceWarning += 1;
-      if (!leg.failed || leg.reportsSinceWarning < 2 || !flowed) continue;
-      leg.failed = false;
-      leg.error = null;
-      changes.push({ sink, state: 'sending' });
+      if (leg.sendError === null || leg.reportsSinceWarning < 2 || !flowed) continue;
+      leg.sendError = null;
+      if (!failed(leg)) changes.push({ sink, state: 'sending' });
     }
     return changes;
+  }
+
+  private tracked(sink: string): Tracked {
+    let leg = this.legs.get(sink);
+    if (leg === undefined) {
+      leg = { sendError: null, reportsSinceWarning: 0, linkError: null };
+      this.legs.set(sink, leg);
+    }
+    return leg;
   }
 }
 

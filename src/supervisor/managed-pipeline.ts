@@ -19,7 +19,7 @@
  */
 import type { Logger } from 'pino';
 import type { HostCapacity, PipelineCapacity } from '../capacity/host-capacity.js';
-import { compilePipeline, compileSecrets, CONTROL_FD, type CompilableSpec, type CompileOptions } from '../compiler/compile.js';
+import { compilePipeline, compileSecrets, CONTROL_FD, legInterfacesOf, type CompilableSpec, type CompileOptions } from '../compiler/compile.js';
 import { planUpdate, type UpdatePlan } from '../compiler/update.js';
 import type { ClockReport, InputReport } from '../stats/pipeline-stats.js';
 import { ControlFailure, throwAsEngineError } from './control-channel.js';
@@ -45,7 +45,7 @@ export interface ManagedPipelineOptions<S extends CompilableSpec> {
   compilable?: (spec: S) => CompilableSpec;
   supervisorDeps: SupervisorDeps;
   /** The supervisor's options; the secrets (descriptors 3, ...) and the control channel come from here. */
-  supervisorOptions?: Omit<SupervisorOptions, 'extraInput' | 'controlFd'>;
+  supervisorOptions?: Omit<SupervisorOptions, 'extraInput' | 'controlFd' | 'legInterfaces'>;
   capacity?: Pick<HostCapacity, 'admit' | 'readmit' | 'attach' | 'release' | 'pipeline'>;
   /** The code of a refused admission (default HOST_AT_CAPACITY). */
   capacityCode?: CapacityCode;
@@ -90,6 +90,7 @@ export class ManagedPipeline<S extends CompilableSpec> {
       ...options.supervisorOptions,
       extraInput: compileSecrets(options.spec),
       controlFd: CONTROL_FD,
+      legInterfaces: legInterfacesOf(options.spec.output),
     });
   }
 
@@ -121,7 +122,7 @@ export class ManagedPipeline<S extends CompilableSpec> {
   adopt(spec: S, version: number): void {
     this.currentSpec = spec;
     this.currentVersion = version;
-    this.supervisor.reconfigure(this.argv(spec), compileSecrets(spec));
+    this.supervisor.reconfigure(this.argv(spec), compileSecrets(spec), legInterfacesOf(spec.output));
   }
 
   /**
@@ -215,6 +216,6 @@ export class ManagedPipeline<S extends CompilableSpec> {
   private take(spec: S, version: number, args: readonly string[], secrets: readonly (Uint8Array | null)[]): void {
     this.currentSpec = spec;
     this.currentVersion = version;
-    this.supervisor.reconfigure(args, secrets);
+    this.supervisor.reconfigure(args, secrets, legInterfacesOf(spec.output));
   }
 }

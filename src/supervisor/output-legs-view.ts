@@ -7,7 +7,7 @@ import { LEG_SINKS, type OutputLegName } from '../compiler/compile.js';
 import type { PipelineSpec } from '../spec/schema.js';
 import type { PipelineSupervisor } from './supervisor.js';
 
-/** `sending`: the child runs and the leg's sends go out; `failed`: they fail (its network is gone) while the child goes on; `idle`: no child runs. */
+/** `sending`: the child runs and the leg's sends go out; `failed`: they fail or its interface has no carrier (its network is gone) while the child goes on; `idle`: no child runs. */
 export type OutputLegState = 'sending' | 'failed' | 'idle';
 
 export interface OutputLegView {
@@ -17,7 +17,7 @@ export interface OutputLegView {
   /** The leg's `interface`; null: the host's default route (the primary) */
   interface: string | null;
   state: OutputLegState;
-  /** Why the leg failed (udpsink's reason: "Error sending message: Network is unreachable"); null unless failed. */
+  /** Why the leg failed (udpsink's reason: "Error sending message: Network is unreachable"; the link's: "no carrier on eth1"); null unless failed. */
   error: string | null;
 }
 

@@ -15,7 +15,8 @@ import { SrtCallerLog } from '../stats/srt-callers.js';
 import { PipelineStats } from '../stats/pipeline-stats.js';
 import { OutputLegs, SendWarningLines, type LegChange } from '../stats/output-legs.js';
 import { RingBuffer } from './ring-buffer.js';
-import { legOfSink, statsLayoutOf } from '../compiler/compile.js';
+import { legOfSink, statsLayoutOf, type LegInterface } from '../compiler/compile.js';
+import type { LinkWatch } from '../net/link-watcher.js';
 import { MIN_CLEAN_RUN_MS, transition, type Action, type ChildEvent, type ChildState, type Desired } from './state.js';
 
 export interface SupervisorDeps {
@@ -43,6 +44,8 @@ export interface SupervisorDeps {
   readyTimeoutMs: number;
   /** After gst-launch says the pipeline would not preroll, how long it may take to exit before it is killed. */
   prerollExitMs: number;
+  /** The engine's link watcher: while a child runs, the links of its legs' interfaces (option legInterfaces) are watched. */
+  links?: LinkWatch;
 }
 
 /** How much longer the watchdog waits for statistics while the host is overloaded (capacity/). */
@@ -66,6 +69,8 @@ export interface SupervisorOptions {
   controlFd?: number;
   /** How long a control command waits for the child's answer before it is sent again once (default 1000 ms). */
   controlTimeoutMs?: number;
+  /** The output legs that send from a named interface: their links are watched while a child runs (deps.links). */
+  legInterfaces?: readonly LegInterface[];
 }
 
 /** How a change reached the child: in the running child, or (none running) at its next start. */
@@ -125,6 +130,10 @@ export class PipelineSupervisor {
   private control: ControlChannel | undefined;
   /** What the next child reads from descriptors 3, ... (reconfigure() replaces the option's). */
   private extraInput: readonly (Uint8Array | null)[] | undefined;
+  /** The legs' interfaces of the next child (reconfigure() replaces the option's). */
+  private legInterfaces: readonly LegInterface[];
+  /** Ends the current child's watches of its legs' links. */
+  private unwatchLinks: (() => void) | undefined;
 
   constructor(
     readonly id: string,
@@ -138,12 +147,14 @@ export class PipelineSupervisor {
     this.label = options.label ?? `pipeline ${id}`;
     this.stats = new PipelineStats(deps.statsIntervalMs, statsLayoutOf(args));
     this.extraInput = options.extraInput;
+    this.legInterfaces = options.legInterfaces ?? [];
   }
 
-  /** The argv (and descriptors) of the next child; the running one is not touched. */
-  reconfigure(args: readonly string[], extraInput: readonly (Uint8Array | null)[] | undefined): void {
+  /** The argv (descriptors, legs' interfaces) of the next child; the running one is not touched. */
+  reconfigure(args: readonly string[], extraInput: readonly (Uint8Array | null)[] | undefined, legInterfaces: readonly LegInterface[] = []): void {
     this.args = args;
     this.extraInput = extraInput;
+    this.legInterfaces = legInterfaces;
     // the series a changed graph reports (a loudness step added or removed) exist from the change on
     this.stats.layout = statsLayoutOf(args);
   }
@@ -362,6 +373,7 @@ export class PipelineSupervisor {
       },
     });
     this.child = child;
+    this.watchLinks(child);
     if (child.niceError !== undefined) this.log.warn({ event: 'nice-failed' }, `${this.label}: priority not applied: ${child.niceError}`);
     this.control?.close();
     this.control = child.control === undefined ? undefined : new ControlChannel(child.control, this.options.controlTimeoutMs ?? 1000);
@@ -381,15 +393,36 @@ export class PipelineSupervisor {
     this.note(describeUnderrun(report));
   }
 
-  /** An output leg failed (its sends fail; the child goes on) or sends again: the log and the output ring. */
+  /**
+   * Watches the links of the child's legs' interfaces while it runs (until onExit): each change of
+   * a link goes into the legs' state. The watch tells the current state at once: a child started
+   * on a link without carrier has that leg failed from its start.
+   */
+  private watchLinks(child: ChildProcess): void {
+    this.unwatchLinks?.();
+    this.unwatchLinks = undefined;
+    const links = this.deps.links;
+    if (links === undefined || this.legInterfaces.length === 0) return;
+    const ends = this.legInterfaces.map(({ sink, interface: ifname }) =>
+      links.watch(ifname, (cause) => {
+        if (this.child === child) this.reportLeg(this.legs.onLink(sink, ifname, cause));
+      }));
+    this.unwatchLinks = () => {
+      for (const end of ends) end();
+    };
+  }
+
+  /** An output leg failed (its sends fail, or its interface has no carrier; the child goes on) or sends again: the log and the output ring. */
   private reportLeg(change: LegChange | undefined): void {
     if (change === undefined) return;
     const leg = legOfSink(change.sink) ?? change.sink;
+    const where = change.interface !== undefined ? `link of ${change.interface}` : `sending to ${change.client ?? '?'}`;
     const text = change.state === 'failed'
-      ? `output leg ${leg} failed: sending to ${change.client ?? '?'}: ${change.error ?? 'unknown reason'}`
+      ? `output leg ${leg} failed: ${where}: ${change.error ?? 'unknown reason'}`
       : `output leg ${leg} is sending again`;
     if (change.state === 'failed') {
-      this.log.warn({ event: 'output-leg-failed', leg, sink: change.sink, destination: change.client, error: change.error }, `${this.label}: ${text}`);
+      const cause = change.interface !== undefined ? { interface: change.interface } : { destination: change.client };
+      this.log.warn({ event: 'output-leg-failed', leg, sink: change.sink, ...cause, error: change.error }, `${this.label}: ${text}`);
     } else {
       this.log.info({ event: 'output-leg-recovered', leg, sink: change.sink }, `${this.label}: ${text}`);
     }
@@ -458,6 +491,8 @@ export class PipelineSupervisor {
   private onExit(child: ChildProcess, exitCode: number | undefined, signal: string | undefined, spawnError: string | undefined): void {
     if (this.child !== child) return;
     this.child = undefined;
+    this.unwatchLinks?.();
+    this.unwatchLinks = undefined;
     this.control?.close();
     this.control = undefined;
     this.stopWatchdog();

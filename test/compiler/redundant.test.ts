@@ -5,7 +5,7 @@
  * feeding `out` and `out2` with each leg's host, port and interface and the output's TTL and DSCP.
  */
 import t from 'tap';
-import { compilePipeline } from '../../src/compiler/compile.js';
+import { compilePipeline, legInterfacesOf } from '../../src/compiler/compile.js';
 import { planUpdate } from '../../src/compiler/update.js';
 import { ValidationError } from '../../src/errors.js';
 import { createRequestToJson } from '../../src/grpc/from-proto.js';
@@ -63,4 +63,21 @@ void t.test('gRPC carries the leg; a change of the leg restarts the child', asyn
   t.same(planUpdate(one, two), { kind: 'restart', reasons: ['output'] });
   t.same(planUpdate(two, parsePipelineSpec(withLeg({ host: '239.69.3.1', interface: 'eth1' }, { interface: undefined }))), { kind: 'restart', reasons: ['output'] });
   t.same(planUpdate(two, one), { kind: 'restart', reasons: ['output'] });
+});
+
+void t.test('the interfaces whose links the engine watches: each multicast leg with an interface', async (t) => {
+  const both = parsePipelineSpec(withLeg({ host: '239.69.2.1', interface: 'eth1' }));
+  t.same(legInterfacesOf(both.output), [{ sink: 'out', interface: 'eth0' }, { sink: 'out2', interface: 'eth1' }]);
+  const noPrimaryInterface = parsePipelineSpec({ ...EXAMPLE, output: { ...EXAMPLE.output, redundant: { host: '239.69.2.1', interface: 'eth1' } } });
+  t.same(legInterfacesOf(noPrimaryInterface.output), [{ sink: 'out2', interface: 'eth1' }], 'a leg without an interface sends where the routes say');
+  const unicast = parsePipelineSpec(withLeg({ host: '10.1.0.9', interface: 'eth1' }, { host: '10.0.0.9' }));
+  t.same(legInterfacesOf(unicast.output), [], "a unicast leg's route picks its interface");
+  t.same(legInterfacesOf(parsePipelineSpec(EXAMPLE).output), [], 'one leg, no interface');
+});
+
+void t.test('an interface name that is a path step is refused, naming the field', async (t) => {
+  for (const name of ['.', '..']) {
+    t.throws(() => parsePipelineSpec(withLeg({ host: '239.69.2.1', interface: name })), { name: 'ValidationError', path: ['output', 'redundant', 'interface'] }, name);
+    t.throws(() => parsePipelineSpec(withLeg({ host: '239.69.2.1', interface: 'eth1' }, { interface: name })), { name: 'ValidationError', path: ['output', 'interface'] }, name);
+  }
 });

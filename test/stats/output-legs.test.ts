@@ -63,3 +63,49 @@ void t.test('a new child starts with every leg sending', async (t) => {
   legs.childStarted();
   t.equal(legs.status('out').state, 'sending');
 });
+
+void t.test('link rule: a leg whose interface has no carrier fails at once and sends again when the carrier is back', async (t) => {
+  const legs = new OutputLegs();
+  t.equal(legs.onLink('out2', 'eth1', null), undefined, 'a link that carries: no change');
+  t.same(legs.onLink('out2', 'eth1', 'no carrier on eth1'), { sink: 'out2', state: 'failed', error: 'no carrier on eth1', interface: 'eth1' });
+  t.same(legs.status('out2'), { state: 'failed', error: 'no carrier on eth1' });
+  t.same(legs.status('out'), { state: 'sending', error: null }, 'the other leg is not touched');
+  t.same(legs.onReport(100), [], 'reports do not clear the link rule');
+  t.same(legs.onReport(200), []);
+  t.equal(legs.status('out2').state, 'failed');
+  t.equal(legs.onLink('out2', 'eth1', 'eth1 is down'), undefined, 'another cause while failed: no change');
+  t.same(legs.status('out2'), { state: 'failed', error: 'eth1 is down' }, 'the current cause');
+  t.same(legs.onLink('out2', 'eth1', null), { sink: 'out2', state: 'sending' }, 'the carrier back: at once');
+  t.same(legs.status('out2'), { state: 'sending', error: null });
+});
+
+void t.test('merged: a leg is failed while either rule says so, and recovers when both have cleared', async (t) => {
+  // the link fails first, then sends fail too; the link comes back before the sends
+  const legs = new OutputLegs();
+  legs.onReport(100);
+  t.equal(legs.onLink('out2', 'eth1', 'eth1 is down')?.state, 'failed');
+  t.equal(legs.onWarning(warning()), undefined, 'already failed by the link: no second change');
+  t.same(legs.status('out2'), { state: 'failed', error: 'eth1 is down; Error sending message: Network is unreachable' }, 'both causes');
+  t.equal(legs.onLink('out2', 'eth1', null), undefined, 'the link back, the sends still failing: still failed');
+  t.same(legs.status('out2'), { state: 'failed', error: 'Error sending message: Network is unreachable' });
+  t.same(legs.onReport(200), []);
+  t.same(legs.onReport(300), [{ sink: 'out2', state: 'sending' }], 'a whole interval without a warning: both rules clear');
+
+  // the sends fail first, then the link; the sends clear while the link is still down
+  const other = new OutputLegs();
+  other.onReport(100);
+  t.equal(other.onWarning(warning())?.state, 'failed');
+  t.equal(other.onLink('out2', 'eth1', 'no carrier on eth1'), undefined, 'already failed by its sends');
+  other.onReport(200);
+  t.same(other.onReport(300), [], 'the sends rule cleared, the link has no carrier: no recovery');
+  t.same(other.status('out2'), { state: 'failed', error: 'no carrier on eth1' });
+  t.same(other.onLink('out2', 'eth1', null), { sink: 'out2', state: 'sending' }, 'the carrier back: sending');
+});
+
+void t.test('a new child forgets both rules (its watch of the links tells them again)', async (t) => {
+  const legs = new OutputLegs();
+  legs.onLink('out2', 'eth1', 'no carrier on eth1');
+  legs.childStarted();
+  t.same(legs.status('out2'), { state: 'sending', error: null });
+  t.same(legs.onLink('out2', 'eth1', 'no carrier on eth1'), { sink: 'out2', state: 'failed', error: 'no carrier on eth1', interface: 'eth1' });
+});

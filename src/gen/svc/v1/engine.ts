@@ -407,11 +407,14 @@ export interface OutputLeg {
     | string
     | undefined;
   /**
-   * "sending"; "failed" (its sends fail, e.g. its link is down; the child goes on with the other
-   * leg); "idle" (no child runs).
+   * "sending"; "failed" (its sends fail, e.g. its link is down, or its interface has no carrier;
+   * the child goes on with the other leg); "idle" (no child runs).
    */
   state: string;
-  /** Why it failed ("Error sending message: Network is unreachable"); absent unless failed. */
+  /**
+   * Why it failed ("Error sending message: Network is unreachable", "no carrier on eth1"; both
+   * joined by "; "); absent unless failed.
+   */
   error?: string | undefined;
 }
 
