@@ -271,6 +271,7 @@ void t.test('IS-05 Connection API: schemas, immediate and scheduled activations,
     const closed = await waitForPipeline(engine, pipeline.id, (p) => isRunning(p) && p.pid !== running.pid, 'the child runs again', 30_000);
     t.match(cmdline(closed.pid ?? -1).join(' '), /! valve name=gate drop=true drop-mode=forward-sticky-events ! udpsink name=out /, 'the new child has a closed valve before its sink');
     t.equal(view.output.enabled, false, 'the REST view shows the output off');
+    t.same(view.output_legs.map((leg) => leg.state), ['off'], 'its leg is off');
     const active = (await call(base, 'GET', `${single}/active`)).body as SenderParams;
     t.equal(active.master_enable, false);
     t.equal((await is04Sender()).subscription.active, false, 'IS-04 subscription.active follows');
