@@ -24,6 +24,7 @@ import { EngineHealth } from './health.js';
 import { buildDashboardServer } from './http/dashboard-server.js';
 import { buildRestServer } from './http/server.js';
 import { withSdp } from './http/routes/pipelines.js';
+import type { OutputPatch } from './nmos/connection.js';
 import { NmosNode } from './nmos/node.js';
 import { registerPtpMetrics } from './metrics/ptp-metrics.js';
 import { createMetrics } from './metrics/registry.js';
@@ -38,6 +39,9 @@ import { findPortHolder, probeTcpPort } from './stations/port-holder.js';
 import { harborPort } from './stations/station.js';
 import { Stations } from './stations/stations.js';
 import { StationValuesStore } from './store/station-values.js';
+import { applyPipelinePatch } from './spec/patch.js';
+import { DOTTED } from './spec/validate.js';
+import { ValidationError } from './errors.js';
 import { PipelineRegistry } from './supervisor/registry.js';
 import { FallbackCache } from './supervisor/fallback-cache.js';
 import { VERSION } from './version.js';
@@ -105,11 +109,45 @@ const ANNOUNCED_STATES: ReadonlySet<string> = new Set(['starting', 'running', 'e
 function outputStreams(pipelines: PipelineRegistry, stations: Stations): () => Iterable<StreamSource> {
   return function* () {
     for (const { record, supervisor } of pipelines.entries()) {
-      yield { id: record.id, name: record.spec.name, output: record.spec.output, live: ANNOUNCED_STATES.has(supervisor.snapshot().state) };
+      // An output switched off (output.enabled false) is not announced: SAP sends its deletion.
+      const live = ANNOUNCED_STATES.has(supervisor.snapshot().state) && record.spec.output.enabled !== false;
+      yield { id: record.id, name: record.spec.name, output: record.spec.output, live };
     }
     for (const station of stations.list()) {
       yield { id: `station:${station.id}`, name: station.name, output: station.output, live: station.enabled && ANNOUNCED_STATES.has(station.state) };
     }
+  };
+}
+
+/**
+ * IS-05 activations reach a pipeline's output through the engine's PATCH path (validated as a
+ * REST PATCH of `output`, stored, live or a restart); a station's output comes from config.toml.
+ */
+function outputChanges(pipelines: PipelineRegistry): {
+  checkOutput: (stream: StreamSource, patch: OutputPatch) => string | undefined;
+  changeOutput: (stream: StreamSource, patch: OutputPatch) => Promise<void>;
+} {
+  const stationRefusal = (stream: StreamSource): string | undefined =>
+    (stream.id.startsWith('station:') ? `the output of ${stream.id} is set in config.toml; IS-05 does not change it` : undefined);
+  return {
+    checkOutput(stream, patch) {
+      const refused = stationRefusal(stream);
+      if (refused !== undefined) return refused;
+      const entry = [...pipelines.entries()].find((e) => e.record.id === stream.id);
+      if (entry === undefined) return `pipeline ${stream.id} is gone`;
+      try {
+        applyPipelinePatch(entry.record.spec, { output: patch }, DOTTED);
+        return undefined;
+      } catch (error) {
+        if (error instanceof ValidationError) return error.message;
+        throw error;
+      }
+    },
+    async changeOutput(stream, patch) {
+      const refused = stationRefusal(stream);
+      if (refused !== undefined) throw new Error(refused);
+      await pipelines.update(stream.id, { output: patch }, DOTTED);
+    },
   };
 }
 
@@ -218,6 +256,7 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
       findInterface: senderInterfaceFinder(1000),
       defaultInterface: config.aes67.interface,
       sdp: (stream) => aes67.sdp(stream),
+      ...outputChanges(pipelines),
       log,
     })
     : undefined;

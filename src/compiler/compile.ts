@@ -9,6 +9,8 @@
  *     ! rtpbatch (media-clock RTP timestamps) ! udpsink name=out (qos-dscp)
  *   with a redundant leg (ST 2022-7): ... ! rtpbatch ! tee name=legs ! udpsink name=out ...
  *     legs. ! udpsink name=out2 (the leg's host, port, interface; the output's TTL and DSCP)
+ *   a leg switched off (output.enabled, the leg's enabled) has `valve name=gate|gate2 drop=true`
+ *     before its udpsink; a leg that sends has none
  *   pipelinestats (unlinked: reads the counters of src, pay and out every interval)
  *   srtaccess (unlinked, SRT input only: the passphrase from fd 3 onto src; refused callers)
  *   enginecontrol (unlinked: the control channel on fd 4, live changes of the steps' parameters)
@@ -344,15 +346,34 @@ export function legInterfacesOf(output: PipelineSpec['output']): LegInterface[] 
   return legs;
 }
 
+/** Whether a leg sends: the output on (`enabled` absent or true) and the leg itself on. */
+export function legSends(output: PipelineSpec['output'], leg: OutputLegName): boolean {
+  if (output.enabled === false) return false;
+  return leg === 'primary' || output.redundant?.enabled !== false;
+}
+
+/**
+ * A leg's sink, and before it, only when the leg is switched off, a closed valve (`gate`,
+ * `gate2`) that drops every packet but forwards sticky events (caps, segment, EOS: the child
+ * still stops cleanly). Set at launch only: switching a leg restarts the child
+ * (compiler/update.ts), so a leg that sends has exactly its udpsink.
+ */
+function legSink(output: PipelineSpec['output'], leg: OutputLegName, sink: string[]): string[] {
+  if (legSends(output, leg)) return sink;
+  const name = leg === 'primary' ? 'gate' : 'gate2';
+  return [...element('valve', { name, drop: true, 'drop-mode': 'forward-sticky-events' }), '!', ...sink];
+}
+
 /**
  * The output's sinks: one udpsink, or for an ST 2022-7 output a tee with a sink per leg, so
  * every packet (the same buffer: SSRC, sequence number, timestamp and payload) goes out on both.
+ * A leg that is switched off has a closed valve before its sink.
  */
 function compileSinks(output: PipelineSpec['output'], stdin: boolean): string[] {
-  const primary = udpsink(output, { name: LEG_SINKS.primary, host: output.host, port: output.port, interface: output.interface }, stdin);
+  const primary = legSink(output, 'primary', udpsink(output, { name: LEG_SINKS.primary, host: output.host, port: output.port, interface: output.interface }, stdin));
   const leg = output.redundant;
   if (leg === undefined) return primary;
-  const second = udpsink(output, { name: LEG_SINKS.redundant, host: leg.host, port: leg.port ?? output.port, interface: leg.interface }, false);
+  const second = legSink(output, 'redundant', udpsink(output, { name: LEG_SINKS.redundant, host: leg.host, port: leg.port ?? output.port, interface: leg.interface }, false));
   return [...element('tee', { name: 'legs' }), '!', ...primary, 'legs.', '!', ...second];
 }
 

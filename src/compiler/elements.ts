@@ -86,6 +86,7 @@ export const ELEMENTS = {
   rtpL16pay: { name, pt: int(96, 127), 'min-ptime': int(0, I64_NS), 'max-ptime': int(-1, I64_NS) },
   rtpbatch: { name, packets: int(1, 16), 'media-clock': bool },
   tee: { name },
+  valve: { name, drop: bool, 'drop-mode': { kind: 'enum', values: ['forward-sticky-events'] } },
   udpsink: {
     name,
     host: { kind: 'host' },

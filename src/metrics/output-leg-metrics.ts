@@ -1,8 +1,9 @@
 /**
  * `audio_engine_pipeline_output_leg_up{pipeline_id, leg}`: 1 while the leg sends, 0 while it
- * failed (its sends fail or its interface has no carrier, the child goes on: stats/output-legs.ts)
- * or no child runs. One series per leg of every pipeline and station (`primary`, and `redundant`
- * for an ST 2022-7 output), from its creation to its deletion.
+ * failed (its sends fail or its interface has no carrier, the child goes on: stats/output-legs.ts),
+ * is switched off (`output.enabled`, `output.redundant.enabled`) or no child runs. One series per
+ * leg of every pipeline and station (`primary`, and `redundant` for an ST 2022-7 output), from its
+ * creation to its deletion.
  */
 import { Gauge, type Registry } from 'prom-client';
 import type { PipelineSpec } from '../spec/schema.js';

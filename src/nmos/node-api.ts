@@ -1,22 +1,24 @@
 /**
- * The NMOS HTTP edge on [nmos] http_port: the IS-04 v1.3 Node API (read-only) and the sender
- * transport files (`/x-nmos/connection/v1.1/single/senders/{id}/transportfile`, the senders'
- * manifest_href). CORS on every answer, errors as `{code, error, debug}` (IS-04 error.json).
+ * The NMOS HTTP edge on [nmos] http_port: the IS-04 v1.3 Node API (read-only) and the IS-05 v1.1
+ * Connection API of the senders (connection-api.ts; its transport files are the senders'
+ * manifest_href). CORS on every answer, errors as `{code, error, debug}` (IS-04/IS-05 error.json).
  */
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply } from 'fastify';
 import type { Logger } from 'pino';
-import { CONNECTION_API_VERSION, NODE_API_VERSION, type NmosModel, type NmosResource } from './resources.js';
+import { NODE_API_VERSION, type NmosModel, type NmosResource } from './resources.js';
 import type { StreamSource } from '../aes67/sessions.js';
+import { registerConnectionApi } from './connection-api.js';
+import type { SenderConnections } from './connection.js';
 
 export interface NodeApiDeps {
   log: Logger;
   model: Pick<NmosModel, 'snapshot'>;
   /** The SDP of one output (Aes67Sessions.sdp). */
   sdp: (stream: StreamSource) => string;
+  connections: SenderConnections;
 }
 
 const NODE = `/x-nmos/node/${NODE_API_VERSION}`;
-const CONNECTION = `/x-nmos/connection/${CONNECTION_API_VERSION}`;
 
 export function sendError(reply: FastifyReply, code: number, error: string, debug: string | null = null): FastifyReply {
   return reply.code(code).send({ code, error, debug });
@@ -74,10 +76,12 @@ export function buildNodeApi(deps: NodeApiDeps): FastifyInstance {
   // Receivers: none (SRT inputs have no NMOS transport), so every receiver target is unknown.
   app.put<{ Params: { id: string } }>(`${NODE}/receivers/:id/target`, async (request, reply) => sendError(reply, 404, `no receiver ${request.params.id}`));
 
-  app.get<{ Params: { id: string } }>(`${CONNECTION}/single/senders/:id/transportfile`, async (request, reply) => {
-    const stream = deps.model.snapshot().outputs.get(request.params.id);
-    if (stream === undefined) return sendError(reply, 404, `no sender ${request.params.id}`);
-    return reply.type('application/sdp').send(deps.sdp(stream));
+  registerConnectionApi(app, {
+    connections: deps.connections,
+    senderIds: () => deps.model.snapshot().senders.map((s) => s.id),
+    output: (id) => deps.model.snapshot().outputs.get(id),
+    sdp: deps.sdp,
+    sendError,
   });
   return app;
 }

@@ -14,6 +14,7 @@ import type { StreamSource } from '../aes67/sessions.js';
 import type { NmosConfig } from '../config/schema.js';
 import { NodeAdvertisement } from './advertise.js';
 import { Bonjour, mdnsRegistries, searchDomains, unicastRegistries, type DnsResolver } from './discovery.js';
+import { SenderConnections, type OutputPatch } from './connection.js';
 import { buildNodeApi } from './node-api.js';
 import { fetchCall, HEARTBEAT_MS, REAL_TIMERS, Registration, type Timers } from './registration.js';
 import { NmosModel } from './resources.js';
@@ -28,6 +29,10 @@ export interface NmosNodeDeps {
   findInterface: (name: string) => SenderInterface | undefined;
   defaultInterface: string;
   sdp: (stream: StreamSource) => string;
+  /** Why the output an IS-05 activation would make is refused (the pipeline's validator), or undefined. */
+  checkOutput: (stream: StreamSource, patch: OutputPatch) => string | undefined;
+  /** Changes an output as a REST PATCH of `output` does (durable; live or a restart). */
+  changeOutput: (stream: StreamSource, patch: OutputPatch) => Promise<void>;
   log: Logger;
   resolver?: DnsResolver;
   timers?: Timers;
@@ -39,6 +44,7 @@ export interface NmosNodeDeps {
 
 export class NmosNode {
   readonly model: NmosModel;
+  readonly connections: SenderConnections;
   readonly api: FastifyInstance;
   readonly registration: Registration;
   private port = 0;
@@ -66,8 +72,20 @@ export class NmosNode {
         return self.bind;
       },
       now: Date.now,
+      receiverOf: (senderId) => self.connections.receiverOf(senderId),
     });
-    this.api = buildNodeApi({ log, model: this.model, sdp: deps.sdp });
+    this.connections = new SenderConnections({
+      output: (senderId) => this.model.snapshot().outputs.get(senderId),
+      sourceIp: (output, leg) => {
+        const name = (leg === 0 ? output.interface : output.redundant?.interface) ?? deps.defaultInterface;
+        return deps.findInterface(name)?.address ?? this.model.host();
+      },
+      checkOutput: deps.checkOutput,
+      changeOutput: deps.changeOutput,
+      now: Date.now,
+      log,
+    });
+    this.api = buildNodeApi({ log, model: this.model, sdp: deps.sdp, connections: this.connections });
     const configured = deps.config.registries;
     this.registration = new Registration({
       model: this.model,
@@ -101,6 +119,7 @@ export class NmosNode {
   }
 
   async close(): Promise<void> {
+    this.connections.close();
     await this.registration.stop();
     this.advertisement?.set(false);
     if (this.bonjour !== undefined) await new Promise<void>((resolve) => this.bonjour?.destroy(() => resolve()));

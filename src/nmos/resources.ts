@@ -54,6 +54,8 @@ export interface NmosModelDeps {
   /** The address the Node API listens on; a wildcard (0.0.0.0, ::) means the interface's address. */
   bind: string;
   now: () => number;
+  /** The receiver an IS-05 activation named for a sender (subscription.receiver_id). */
+  receiverOf?: (senderId: string) => string | null;
 }
 
 /** `ab-cd-ef-...` as IS-04 writes a MAC address. */
@@ -160,7 +162,7 @@ export class NmosModel {
         transport: isMulticast(output.host) ? 'urn:x-nmos:transport:rtp.mcast' : 'urn:x-nmos:transport:rtp.ucast',
         manifest_href: `${base}/x-nmos/connection/${CONNECTION_API_VERSION}/single/senders/${ids.sender}/transportfile`,
         interface_bindings: ifname === undefined ? [] : [ifname],
-        subscription: { receiver_id: null, active: stream.live },
+        subscription: { receiver_id: this.deps.receiverOf?.(ids.sender) ?? null, active: stream.live },
       }));
       outputs.set(ids.sender, stream);
     }
@@ -178,8 +180,7 @@ export class NmosModel {
       id: this.deviceId, label: this.deps.label, description: 'audio-engine RTP senders', tags: {},
       type: 'urn:x-nmos:device:audio', node_id: this.nodeId,
       senders: senders.map((s) => s.id), receivers: [],
-      // No IS-05 control yet: only the senders' transport files are served (docs/nmos.md).
-      controls: [],
+      controls: [{ type: `urn:x-nmos:control:sr-ctrl/${CONNECTION_API_VERSION}`, href: `${base}/x-nmos/connection/${CONNECTION_API_VERSION}/`, authorization: false }],
     });
     this.versions.keep(new Set([node.id, device.id, ...sources.map((r) => r.id), ...flows.map((r) => r.id), ...senders.map((r) => r.id)]));
     return { node, device, sources, flows, senders, outputs };

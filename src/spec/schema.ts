@@ -86,6 +86,7 @@ export const RedundantLeg = Type.Object(
     interface: Type.Optional(
       Type.String({ pattern: INTERFACE_NAME_PATTERN, description: 'network interface for multicast' }),
     ),
+    enabled: Type.Optional(Type.Boolean({ description: 'false: this leg sends nothing (IS-05 rtp_enabled); absent: true' })),
   },
   strict,
 );
@@ -108,6 +109,9 @@ export const RtpOutput = Type.Object(
     dscp: Type.Integer({ minimum: 0, maximum: 63, default: 34, description: 'DSCP of the RTP packets (34 = AF41)' }),
     // ST 2022-7: every packet also goes out, identical, on this leg (docs/aes67.md).
     redundant: Type.Optional(RedundantLeg),
+    // false: the output sends nothing, the child and its input stay (a change restarts the
+    // child; IS-05 master_enable and rtp_enabled, docs/nmos.md). Absent: true.
+    enabled: Type.Optional(Type.Boolean({ description: 'false: no packet leaves; absent: true' })),
   },
   strict,
 );

@@ -3,12 +3,16 @@
  * the metric `audio_engine_pipeline_output_leg_up`): the primary, and the ST 2022-7 `redundant`
  * leg when the output has one, each with its destination and state.
  */
-import { LEG_SINKS, type OutputLegName } from '../compiler/compile.js';
+import { LEG_SINKS, legSends, type OutputLegName } from '../compiler/compile.js';
 import type { PipelineSpec } from '../spec/schema.js';
 import type { PipelineSupervisor } from './supervisor.js';
 
-/** `sending`: the child runs and the leg's sends go out; `failed`: they fail or its interface has no carrier (its network is gone) while the child goes on; `idle`: no child runs. */
-export type OutputLegState = 'sending' | 'failed' | 'idle';
+/**
+ * `sending`: the child runs and the leg's sends go out; `failed`: they fail or its interface has no
+ * carrier (its network is gone) while the child goes on; `idle`: no child runs; `off`: the leg is
+ * switched off (`output.enabled` or `output.redundant.enabled` false), whether a child runs or not.
+ */
+export type OutputLegState = 'sending' | 'failed' | 'idle' | 'off';
 
 export interface OutputLegView {
   leg: OutputLegName;
@@ -25,13 +29,14 @@ export function outputLegViews(output: PipelineSpec['output'], supervisor: Pick<
   const running = supervisor.snapshot().state === 'running';
   const leg = (name: OutputLegName, host: string, port: number, iface: string | undefined): OutputLegView => {
     const status = supervisor.legs.status(LEG_SINKS[name]);
+    const on = legSends(output, name);
     return {
       leg: name,
       host,
       port,
       interface: iface ?? null,
-      state: running ? status.state : 'idle',
-      error: running ? status.error : null,
+      state: !on ? 'off' : running ? status.state : 'idle',
+      error: on && running ? status.error : null,
     };
   };
   const legs = [leg('primary', output.host, output.port, output.interface)];

@@ -61,7 +61,9 @@ void t.test('gRPC carries the leg; a change of the leg restarts the child', asyn
   const one = parsePipelineSpec(EXAMPLE);
   const two = parsePipelineSpec(withLeg({ host: '239.69.2.1', interface: 'eth1' }, { interface: undefined }));
   t.same(planUpdate(one, two), { kind: 'restart', reasons: ['output'] });
-  t.same(planUpdate(two, parsePipelineSpec(withLeg({ host: '239.69.3.1', interface: 'eth1' }, { interface: undefined }))), { kind: 'restart', reasons: ['output'] });
+  t.same(planUpdate(two, parsePipelineSpec(withLeg({ host: '239.69.3.1', interface: 'eth1' }, { interface: undefined }))),
+    { kind: 'live', assignments: [{ element: 'out2', property: 'host', value: '239.69.3.1' }] }, 'a new leg destination of the same kind: live');
+  t.same(planUpdate(two, parsePipelineSpec(withLeg({ host: '239.69.2.1', interface: 'eth2' }, { interface: undefined }))), { kind: 'restart', reasons: ['output'] }, 'a new leg interface: restart');
   t.same(planUpdate(two, one), { kind: 'restart', reasons: ['output'] });
 });
 

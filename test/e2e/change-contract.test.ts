@@ -116,14 +116,13 @@ void t.test('changes: live, restart, refused, If-Match, an unanswering child, ki
 
   await t.test('a structural change restarts the child and says so; same id', async (t) => {
     const before = await api<PipelineView>(engine, 'GET', url);
-    const port = await freeUdpPort();
-    const res = await api<Changed>(engine, 'PATCH', url, { output: { port } });
+    const res = await api<Changed>(engine, 'PATCH', url, { output: { ttl: 9 } });
     t.equal(res.status, 200, res.text);
     t.equal(res.body.applied, 'restart');
     t.equal(res.body.id, id);
     const after = await waitForPipeline(engine, id, (p) => isRunning(p) && p.pid !== before.body.pid, 'the new child');
-    t.ok(cmdline(after.pid ?? -1).includes(`port=${port}`), 'the new child sends to the new port');
-    t.equal(stored(engine.stateDir, id).spec.output && (stored(engine.stateDir, id).spec.output as { port: number }).port, port);
+    t.ok(cmdline(after.pid ?? -1).includes('ttl-mc=9'), 'the new child has the new TTL');
+    t.equal(stored(engine.stateDir, id).spec.output && (stored(engine.stateDir, id).spec.output as { ttl: number }).ttl, 9);
     const removed = await api<Changed>(engine, 'PATCH', url, { processing: [{}] });
     t.equal(removed.body.applied, 'restart', 'removing a step restarts');
     t.equal(removed.body.processing.length, 1);

@@ -250,8 +250,21 @@ parse_value (GParamSpec * pspec, const gchar * text, GValue * v)
   }
 }
 
+/* udpsink's destination (`host`, `port`) is not flagged mutable, but
+ * udpsink applies a new one while playing by design: it removes the old
+ * client and adds the new one (joining a multicast group) under
+ * multiudpsink's client lock, as applications that retarget a stream do. */
+static gboolean
+is_live_destination (GstElement * target, GParamSpec * pspec)
+{
+  return g_strcmp0 (G_OBJECT_TYPE_NAME (target), "GstUDPSink") == 0
+      && (g_strcmp0 (pspec->name, "host") == 0
+      || g_strcmp0 (pspec->name, "port") == 0);
+}
+
 /* The property may be set in the element's current state: writable, not
- * construct-only, and in PAUSED or PLAYING flagged as mutable there. */
+ * construct-only, and in PAUSED or PLAYING flagged as mutable there (or
+ * udpsink's destination, above). */
 static const gchar *
 check_mutable (GstElement * target, GParamSpec * pspec)
 {
@@ -261,6 +274,8 @@ check_mutable (GstElement * target, GParamSpec * pspec)
     return "is not writable";
   if (pspec->flags & G_PARAM_CONSTRUCT_ONLY)
     return "can only be set at construction";
+  if (is_live_destination (target, pspec))
+    return NULL;
   GST_OBJECT_LOCK (target);
   state = GST_STATE (target);
   GST_OBJECT_UNLOCK (target);

@@ -291,6 +291,34 @@ GST_START_TEST (test_enum_by_nick)
 
 GST_END_TEST;
 
+/* udpsink's host and port change while playing (the engine's live
+ * destination change); its other unflagged properties stay refused */
+#define SINK "audiotestsrc is-live=true samplesperbuffer=48 " \
+  "! audio/x-raw,format=S16BE,rate=48000,channels=2 ! rtpL16pay " \
+  "! udpsink name=out host=127.0.0.1 port=5004 sync=true async=false"
+
+GST_START_TEST (test_udpsink_destination)
+{
+  Fixture f;
+  GstElement *sink;
+  gchar *host = NULL;
+  gint port = 0;
+
+  fixture_start_with (&f, SINK);
+  sink = gst_bin_get_by_name (GST_BIN (f.pipeline), "out");
+  expect (&f, "v1 50 set out.host=127.0.0.2 out.port=5006\n", 50, NULL);
+  g_object_get (sink, "host", &host, "port", &port, NULL);
+  fail_unless_equals_string (host, "127.0.0.2");
+  fail_unless_equals_int (port, 5006);
+  g_free (host);
+  expect (&f, "v1 51 set out.ttl=3\n", 51, "cannot be changed while playing");
+  expect (&f, "v1 52 set out.port=70000\n", 52, "out of range");
+  gst_object_unref (sink);
+  fixture_stop (&f);
+}
+
+GST_END_TEST;
+
 static Suite *
 control_suite (void)
 {
@@ -302,6 +330,7 @@ control_suite (void)
   tcase_add_test (tc, test_refusals_change_nothing);
   tcase_add_test (tc, test_restart_and_closed_descriptor);
   tcase_add_test (tc, test_enum_by_nick);
+  tcase_add_test (tc, test_udpsink_destination);
   suite_add_tcase (s, tc);
   return s;
 }

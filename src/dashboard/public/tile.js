@@ -20,7 +20,7 @@ const KNOWN = new Set([
   'harbor_port', 'latency', 'autostart', 'enabled', 'source', 'output_legs', 'active_input', 'selection', 'inputs', 'backup', 'fallback', 'failover',
 ]);
 
-const LEG_SYMBOL = { sending: '●', failed: '✖', idle: '■' };
+const LEG_SYMBOL = { sending: '●', failed: '✖', idle: '■', off: '○' };
 const LEG_LABEL = { primary: 'Leg 1', redundant: 'Leg 2 (2022-7)' };
 
 /**

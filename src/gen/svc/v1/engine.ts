@@ -408,7 +408,8 @@ export interface OutputLeg {
     | undefined;
   /**
    * "sending"; "failed" (its sends fail, e.g. its link is down, or its interface has no carrier;
-   * the child goes on with the other leg); "idle" (no child runs).
+   * the child goes on with the other leg); "idle" (no child runs); "off" (the leg is switched off:
+   * output.enabled or output.redundant.enabled false, REST only).
    */
   state: string;
   /**
