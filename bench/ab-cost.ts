@@ -19,7 +19,7 @@ import { BENCH_PROCESSING } from './engine.js';
 import { COST_COMPILE_OPTIONS, launchArgv, parseLaunch, without, type LaunchElement } from './cost.js';
 import { killGroup, loadAverage, procCpuSeconds, programmeTs, ROOT, RtpCounters, rtpCounterBinary, Sender, sleep, stopAll } from './engine-harness.js';
 import { freeTcpPort } from '../test/helpers/ports.js';
-import { median, runIfMain } from './process.js';
+import { median, runIfMain, scriptFlags } from './process.js';
 
 /** Named rewrites of the compiled graph (the argv of a form before a compiler change). */
 export const CUTS: Record<string, (g: LaunchElement[]) => LaunchElement[]> = {
@@ -124,15 +124,9 @@ export async function runAb(opts: {
 const USAGE = 'usage: node --import=tsx bench/ab-cost.ts [--a-plugins DIR] [--b-plugins DIR] [--a-cut NAME] [--b-cut NAME] [--pairs N] [--window S] [--settle S]\n';
 
 runIfMain(import.meta.url, 'ab-cost', async () => {
-  const args = process.argv.slice(2);
-  if (args.includes('--help') || args.includes('-h')) {
-    process.stdout.write(USAGE);
-    return;
-  }
-  const arg = (name: string): string | undefined => {
-    const i = args.indexOf(name);
-    return i >= 0 ? args[i + 1] : undefined;
-  };
+  const flags = scriptFlags(USAGE);
+  if (flags === undefined) return;
+  const arg = flags.text;
   const build = path.join(ROOT, 'gst-plugins', 'build');
   const r = await runAb({
     aPlugins: path.resolve(arg('--a-plugins') ?? build), bPlugins: path.resolve(arg('--b-plugins') ?? build),

@@ -20,7 +20,7 @@ import {
   benchBinary, killGroup, loadAverage, procCpuSeconds, programmeTs, ROOT, RtpCounters, rtpCounterBinary, Sender, sleep, stopAll,
 } from './engine-harness.js';
 import { freeTcpPort } from '../test/helpers/ports.js';
-import { median, runIfMain } from './process.js';
+import { median, runIfMain, scriptFlags } from './process.js';
 
 export const FLOOR_SENDER_SOURCE = path.join(ROOT, 'bench', 'floor-sender.c');
 
@@ -348,16 +348,9 @@ export function costTable(r: CostResult): string {
 const USAGE = 'usage: node --import=tsx bench/cost.ts [--window S] [--rounds N] [--settle S] [--plugin-path DIR] [--cache-dir DIR]\n';
 
 runIfMain(import.meta.url, 'cost', async () => {
-  const args = process.argv.slice(2);
-  if (args.includes('--help') || args.includes('-h')) {
-    process.stdout.write(USAGE);
-    return;
-  }
-  const arg = (name: string): string | undefined => {
-    const i = args.indexOf(name);
-    return i >= 0 ? args[i + 1] : undefined;
-  };
-  const num = (name: string): number | undefined => (arg(name) === undefined ? undefined : Number(arg(name)));
+  const flags = scriptFlags(USAGE);
+  if (flags === undefined) return;
+  const { text: arg, num } = flags;
   const r = await runCostBench({ windowS: num('--window'), rounds: num('--rounds'), settleS: num('--settle'), pluginPath: arg('--plugin-path'), cacheDir: arg('--cache-dir') });
   process.stdout.write(`\n${costTable(r)}\n\n${JSON.stringify(r, null, 2)}\n`);
 });

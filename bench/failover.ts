@@ -31,7 +31,7 @@ import { amplitudeDbfs, largestStep, toneAmplitude } from '../test/helpers/tones
 import { freeTcpPort } from '../test/helpers/ports.js';
 import { COST_COMPILE_OPTIONS } from './cost.js';
 import { killGroup, loadAverage, percentile, procCpuSeconds, ROOT, Sender, sleep, stopAll } from './engine-harness.js';
-import { median, runIfMain } from './process.js';
+import { median, runIfMain, scriptFlags } from './process.js';
 
 const RATE = 48000;
 /** Main: 1 kHz at -14 dBFS; backup: 440 Hz at -20 dBFS (issue 24's test tones). */
@@ -561,16 +561,9 @@ export function failoverTable(r: FailoverResult): string {
 const USAGE = 'usage: node --import=tsx bench/failover.ts [--rounds N] [--window S] [--losses N] [--settle S] [--plugin-path DIR] [--cache-dir DIR]\n';
 
 runIfMain(import.meta.url, 'failover', async () => {
-  const args = process.argv.slice(2);
-  if (args.includes('--help') || args.includes('-h')) {
-    process.stdout.write(USAGE);
-    return;
-  }
-  const arg = (name: string): string | undefined => {
-    const i = args.indexOf(name);
-    return i >= 0 ? args[i + 1] : undefined;
-  };
-  const num = (name: string): number | undefined => (arg(name) === undefined ? undefined : Number(arg(name)));
+  const flags = scriptFlags(USAGE);
+  if (flags === undefined) return;
+  const { text: arg, num } = flags;
   const r = await runFailoverBench({
     rounds: num('--rounds'), windowS: num('--window'), losses: num('--losses'), settleS: num('--settle'), pluginPath: arg('--plugin-path'), cacheDir: arg('--cache-dir'),
   });

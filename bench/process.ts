@@ -204,6 +204,25 @@ export function parseScriptArgs(argv: string[]): BenchArgs {
   });
 }
 
+/** A bench script's own flags, `--name value`. */
+export interface ScriptFlags {
+  text: (name: string) => string | undefined;
+  num: (name: string) => number | undefined;
+}
+
+/** The flags of a script that takes `--name value` pairs; undefined once `usage` is printed for --help or -h. */
+export function scriptFlags(usage: string, argv: string[] = process.argv.slice(2)): ScriptFlags | undefined {
+  if (argv.includes('--help') || argv.includes('-h')) {
+    process.stdout.write(usage);
+    return undefined;
+  }
+  const text = (name: string): string | undefined => {
+    const i = argv.indexOf(name);
+    return i >= 0 ? argv[i + 1] : undefined;
+  };
+  return { text, num: (name) => (text(name) === undefined ? undefined : Number(text(name))) };
+}
+
 /**
  * Runs `main` when the module at `moduleUrl` (its import.meta.url) is the script node was
  * started with; a failure is printed as "<name>: message" and sets the exit code to 1.
