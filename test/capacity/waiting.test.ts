@@ -9,7 +9,7 @@
  * asserts after a retry it saw, against the model as it stood, not after a fixed sleep.
  */
 import pino from 'pino';
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { HostCapacity } from '../../src/capacity/host-capacity.js';
 import { BUILTIN_COST } from '../../src/capacity/model.js';
 import { gstEnvironment } from '../../src/gst/environment.js';
@@ -22,6 +22,34 @@ import { findLeftovers } from '../../src/process/reap.js';
 import { PipelineRegistry } from '../../src/supervisor/registry.js';
 import { eventually } from '../helpers/engine-process.js';
 import { freeUdpPort } from '../helpers/ports.js';
+
+type RegistryOptions = ConstructorParameters<typeof PipelineRegistry>[0];
+
+/** A registry on `store` and `capacity` whose pipelines run real gst-launch children; shut down, children and all, at teardown. */
+function realRegistry(t: Test, deps: Pick<RegistryOptions, 'store' | 'capacity' | 'log'>, stateDir: string): PipelineRegistry {
+  const { store, capacity, log } = deps;
+  const gst = gstEnvironment(stateDir, process.env);
+  const registry = new PipelineRegistry({
+    store,
+    maxPipelines: 10,
+    compile: { statsIntervalMs: 1000, packetsPerSend: 4, clockSource: 'tai', jitterMs: 20 },
+    probePort: (port) => probeUdpPort(port),
+    reservedPorts: new Map(),
+    capacity,
+    log,
+    now: () => new Date(),
+    supervisorDeps: {
+      launch: launchChild, command: gst.launchCommand, env: gst.env, log, backoff: DEFAULT_BACKOFF, random: Math.random,
+      now: Date.now, stopBounds: { eosMs: 1000, termMs: 1000 }, logLines: 100, statsIntervalMs: 1000, stallAfterMs: 5000,
+      readyTimeoutMs: 10_000, prerollExitMs: 2000,
+    },
+  });
+  t.teardown(async () => {
+    await registry.shutdown();
+    for (const pid of await findLeftovers(stateDir)) process.kill(pid, 'SIGKILL');
+  });
+  return registry;
+}
 
 void t.test('restored pipelines wait for room, in creation order, and start when it appears', async (t) => {
   const stateDir = t.testdir();
@@ -80,26 +108,7 @@ void t.test('restored pipelines wait for room, in creation order, and start when
     eventually(() => tries.find((x) => x.modelMs >= modelMs), 30_000, what);
   await capacity.tick();
   await seconds(5);
-  const gst = gstEnvironment(stateDir, process.env);
-  const registry = new PipelineRegistry({
-    store,
-    maxPipelines: 10,
-    compile: { statsIntervalMs: 1000, packetsPerSend: 4, clockSource: 'tai', jitterMs: 20 },
-    probePort: (port) => probeUdpPort(port),
-    reservedPorts: new Map(),
-    capacity,
-    log,
-    now: () => new Date(),
-    supervisorDeps: {
-      launch: launchChild, command: gst.launchCommand, env: gst.env, log, backoff: DEFAULT_BACKOFF, random: Math.random,
-      now: Date.now, stopBounds: { eosMs: 1000, termMs: 1000 }, logLines: 100, statsIntervalMs: 1000, stallAfterMs: 5000,
-      readyTimeoutMs: 10_000, prerollExitMs: 2000,
-    },
-  });
-  t.teardown(async () => {
-    await registry.shutdown();
-    for (const pid of await findLeftovers(stateDir)) process.kill(pid, 'SIGKILL');
-  });
+  const registry = realRegistry(t, { store, capacity, log }, stateDir);
   await registry.load();
   registry.startChildren();
   const states = (): string[] => registry.list().map((p) => p.state);
@@ -167,26 +176,7 @@ void t.test('restored pipelines with a backup count their second input: where tw
     host.busyS += 0.92;
     await capacity.tick();
   }
-  const gst = gstEnvironment(stateDir, process.env);
-  const registry = new PipelineRegistry({
-    store,
-    maxPipelines: 10,
-    compile: { statsIntervalMs: 1000, packetsPerSend: 4, clockSource: 'tai', jitterMs: 20 },
-    probePort: (port) => probeUdpPort(port),
-    reservedPorts: new Map(),
-    capacity,
-    log,
-    now: () => new Date(),
-    supervisorDeps: {
-      launch: launchChild, command: gst.launchCommand, env: gst.env, log, backoff: DEFAULT_BACKOFF, random: Math.random,
-      now: Date.now, stopBounds: { eosMs: 1000, termMs: 1000 }, logLines: 100, statsIntervalMs: 1000, stallAfterMs: 5000,
-      readyTimeoutMs: 10_000, prerollExitMs: 2000,
-    },
-  });
-  t.teardown(async () => {
-    await registry.shutdown();
-    for (const pid of await findLeftovers(stateDir)) process.kill(pid, 'SIGKILL');
-  });
+  const registry = realRegistry(t, { store, capacity, log }, stateDir);
   await registry.load();
   registry.startChildren();
   const [first, second] = registry.list();
