@@ -24,6 +24,8 @@ export class RtpReceiver {
   private readonly sizes = new Map<number, number>();
   private lastSeq: number | undefined;
   private gaps = 0;
+  /** Date.now() at each packet's arrival: for figures a test prints, never for a timed assertion. */
+  private readonly arrivals: number[] = [];
 
   private constructor(socket: Socket, readonly port: number) {
     this.socket = socket;
@@ -58,6 +60,7 @@ export class RtpReceiver {
     if (this.lastSeq !== undefined && seq !== ((this.lastSeq + 1) & 0xffff)) this.gaps += 1;
     this.lastSeq = seq;
     this.packets += 1;
+    this.arrivals.push(Date.now());
     this.payloadType = (packet[1] ?? 0) & 0x7f;
     const payload = packet.subarray(offset);
     this.sizes.set(payload.length, (this.sizes.get(payload.length) ?? 0) + 1);
@@ -68,6 +71,16 @@ export class RtpReceiver {
 
   get received(): number {
     return this.packets;
+  }
+
+  /** Date.now() of the first packet that arrived at or after `ms`, if one did. */
+  firstArrivalSince(ms: number): number | undefined {
+    return this.arrivals.find((a) => a >= ms);
+  }
+
+  /** Date.now() of the last packet, if any came. */
+  get lastArrival(): number | undefined {
+    return this.arrivals.at(-1);
   }
 
   /** Waits until `count` packets have arrived, or the timeout passes. */
