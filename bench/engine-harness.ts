@@ -515,14 +515,16 @@ function srtsink(port: number): string[] {
 /**
  * The argv of one sender process of `file` to the SRT listeners on 127.0.0.1:ports (latency
  * 300 ms): every port for `gst-shared`, exactly one for the others. `localPort` (gst-shared): the
- * UDP port on 127.0.0.1 that every caller binds.
+ * UDP port on 127.0.0.1 that every caller binds. `rate` (ffmpeg only): how fast it reads against
+ * the host clock, `-readrate` (1.0005: a sender 500 ppm fast); 1 is `-re`.
  */
-export function senderCommand(kind: SenderKind, file: string, ports: number[], localPort = 0): string[] {
+export function senderCommand(kind: SenderKind, file: string, ports: number[], localPort = 0, rate = 1): string[] {
   const [first] = ports;
   if (first === undefined || (kind !== 'gst-shared' && ports.length !== 1)) throw new Error(`a ${kind} sender takes one port`);
+  if (rate !== 1 && kind !== 'ffmpeg') throw new Error(`a ${kind} sender reads at the host's rate only (a rate of ${rate} needs the ffmpeg sender)`);
   switch (kind) {
     case 'ffmpeg':
-      return ['ffmpeg', '-nostdin', '-hide_banner', '-loglevel', 'error', '-re', '-stream_loop', '-1', '-i', file, '-c', 'copy',
+      return ['ffmpeg', '-nostdin', '-hide_banner', '-loglevel', 'error', ...(rate === 1 ? ['-re'] : ['-readrate', String(rate)]), '-stream_loop', '-1', '-i', file, '-c', 'copy',
         '-f', 'mpegts', `srt://127.0.0.1:${first}?mode=caller&latency=300000`];
     case 'gst':
       // plays the file once, paced by its PCR timestamps (srtsink sync=true)
@@ -570,8 +572,8 @@ export function senderLaunch(kind: SenderKind, command: string[]): string[] {
 export class Sender {
   private constructor(readonly child: ChildProcess, readonly command: string[], readonly ports: number[]) {}
 
-  static start(kind: SenderKind, file: string, ports: number[], localPort = 0): Sender {
-    const command = senderLaunch(kind, senderCommand(kind, file, ports, localPort));
+  static start(kind: SenderKind, file: string, ports: number[], localPort = 0, rate = 1): Sender {
+    const command = senderLaunch(kind, senderCommand(kind, file, ports, localPort, rate));
     const [cmd, ...args] = command;
     const child = spawn(cmd ?? 'false', args, { stdio: 'ignore', detached: true });
     child.on('error', () => undefined);
@@ -580,11 +582,12 @@ export class Sender {
 
   /**
    * The senders of `kind` for SRT listeners on `ports`: one process, or one per port.
-   * `localPort`: the one local port of a gst-shared sender's callers (0: one each).
+   * `localPort`: the one local port of a gst-shared sender's callers (0: one each); `rate`: as
+   * for senderCommand.
    */
-  static startAll(kind: SenderKind, file: string, ports: number[], localPort = 0): Sender[] {
-    if (kind === 'gst-shared') return [Sender.start(kind, file, ports, localPort)];
-    return ports.map((p) => Sender.start(kind, file, [p]));
+  static startAll(kind: SenderKind, file: string, ports: number[], localPort = 0, rate = 1): Sender[] {
+    if (kind === 'gst-shared') return [Sender.start(kind, file, ports, localPort, rate)];
+    return ports.map((p) => Sender.start(kind, file, [p], 0, rate));
   }
 
   get pid(): number | undefined {

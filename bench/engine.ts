@@ -73,6 +73,8 @@ export interface EngineBenchOptions {
   windowS?: number;
   settleS?: number;
   sender?: SenderKind;
+  /** scale: how fast the ffmpeg senders read against the host clock (1.0005: 500 ppm fast); default 1 */
+  senderRate?: number;
   /**
    * scale: `rtp_packets_per_send` written under [engine] in each engine's config (1-16, RTP
    * packets the sink sends per wake-up); the key is left out when this is unset
@@ -154,6 +156,10 @@ export interface ScalePipelineSample {
   /** the clock bridge's underruns in the window, and the sender drift it reports at the end, ppm */
   underruns: number;
   driftPpm: number;
+  /** the drift it reported every 10 s from 60 s after its sender started, and at the end, ppm */
+  driftRangePpm: { min: number; max: number };
+  /** those readings: [s since its sender started, ppm] */
+  driftSeries: [number, number][];
 }
 
 export interface ScaleStep {
@@ -221,6 +227,7 @@ interface Settings {
   windowS: number;
   settleS: number;
   sender: SenderKind;
+  senderRate: number;
   packetsPerSend: number | undefined;
   admission: boolean;
   cacheDir: string;
@@ -240,6 +247,7 @@ function settings(opts: EngineBenchOptions): Settings {
     windowS: opts.windowS ?? (quick ? 5 : 20),
     settleS: opts.settleS ?? (quick ? 3 : 5),
     sender: opts.sender ?? 'gst-shared',
+    senderRate: opts.senderRate ?? 1,
     packetsPerSend: opts.packetsPerSend,
     admission: opts.admission === true,
     cacheDir: opts.cacheDir ?? path.join(tmpdir(), 'audioengine-bench'),
@@ -524,7 +532,8 @@ async function scaleStep(s: Settings, root: string, n: number, rig: ScaleRig): P
       }
     });
     const startAllMs = performance.now() - t0;
-    senders = Sender.startAll(s.sender, rig.programme, pipelines.map((p) => p.srtPort), s.sender === 'gst-shared' ? await freeUdpPort() : 0);
+    const sendersAt = performance.now();
+    senders = Sender.startAll(s.sender, rig.programme, pipelines.map((p) => p.srtPort), s.sender === 'gst-shared' ? await freeUdpPort() : 0, s.senderRate);
     const until = performance.now() + 30_000;
     for (;;) {
       const silent = (await counters.snapshot()).sockets.filter((c) => c.packets === 0).length;
@@ -543,7 +552,17 @@ async function scaleStep(s: Settings, root: string, n: number, rig: ScaleRig): P
     const bench0 = process.cpuUsage();
     const w0 = performance.now(); // before the reset: its answer can be late on a saturated machine
     await counters.reset();
-    await sleep(s.windowS * 1000);
+    // the drift each bridge reports, every 10 s once it has had 60 s of the sender (its estimate's
+    // settling time, docs/elements-clockbridge.md)
+    const drifts = new Map<string, [number, number][]>(pipelines.map((p) => [p.id, []]));
+    const windowEnd = w0 + s.windowS * 1000;
+    for (let now = performance.now(); now < windowEnd; now = performance.now()) {
+      await sleep(Math.min(10_000, windowEnd - now));
+      if (performance.now() - sendersAt < 60_000 || performance.now() >= windowEnd - 1000) continue;
+      const m = await engine.metrics();
+      const at = Math.round((performance.now() - sendersAt) / 1000);
+      for (const p of pipelines) drifts.get(p.id)?.push([at, value(m, 'audio_engine_pipeline_input_clock_drift_ppm', p.id)]);
+    }
     const snapshot = await counters.snapshot();
     const w1 = performance.now();
     const bench = process.cpuUsage(bench0);
@@ -573,6 +592,8 @@ async function scaleStep(s: Settings, root: string, n: number, rig: ScaleRig): P
         restarts: d('audio_engine_pipeline_restarts_total'),
         underruns: d('audio_engine_pipeline_jitter_buffer_underruns_total'),
         driftPpm: value(m1, 'audio_engine_pipeline_input_clock_drift_ppm', p.id),
+        driftRangePpm: ((ds) => ({ min: Math.min(...ds), max: Math.max(...ds) }))([...(drifts.get(p.id) ?? []).map(([, v]) => v), value(m1, 'audio_engine_pipeline_input_clock_drift_ppm', p.id)]),
+        driftSeries: drifts.get(p.id) ?? [],
       };
     });
     const gaps = samples.reduce((a, p) => a + p.rtpGaps, 0);
@@ -593,6 +614,8 @@ async function scaleStep(s: Settings, root: string, n: number, rig: ScaleRig): P
     if (silent.length > 0) {
       reasons.push(`inserted silence in ${silent.length} pipeline(s) (${silent.reduce((a, p) => a + p.silentMs, 0).toFixed(0)} ms in all, at most ${Math.max(...silent.map((p) => p.silentMs)).toFixed(0)} ms in one)`);
     }
+    const underran = samples.filter((p) => p.underruns > 0);
+    if (underran.length > 0) reasons.push(`${underran.reduce((a, p) => a + p.underruns, 0)} underrun(s) in ${underran.length} pipeline(s)`);
     if (lost > 0) reasons.push(`${lost} SRT packet(s) lost`);
     if (dropped > 0) reasons.push(`${dropped} SRT packet(s) dropped`);
     const restarts = samples.reduce((a, p) => a + p.restarts, 0);
@@ -635,7 +658,9 @@ async function scaleStep(s: Settings, root: string, n: number, rig: ScaleRig): P
         `${senders.length} process(es)); receivers ${step.receiversCpuPct.toFixed(2)} %; bench ${step.benchCpuPct.toFixed(2)} %; ` +
         `all of it ${step.accountedPctOfMachine.toFixed(0)} % of the machine; RTP ${step.rtp.minRatePerS.toFixed(0)}-${step.rtp.maxRatePerS.toFixed(0)}/s; ` +
         `underruns ${samples.reduce((a, p) => a + p.underruns, 0)} in ${samples.filter((p) => p.underruns > 0).length} pipeline(s); ` +
-        `drift ${Math.min(...samples.map((p) => p.driftPpm)).toFixed(1)}..${Math.max(...samples.map((p) => p.driftPpm)).toFixed(1)} ppm at the end`,
+        `drift ${Math.min(...samples.map((p) => p.driftPpm)).toFixed(1)}..${Math.max(...samples.map((p) => p.driftPpm)).toFixed(1)} ppm at the end, ` +
+        `${Math.min(...samples.map((p) => p.driftRangePpm.min)).toFixed(1)}..${Math.max(...samples.map((p) => p.driftRangePpm.max)).toFixed(1)} ppm ` +
+        `every 10 s from 60 s after the senders started (the senders' truth: ${((s.senderRate - 1) * 1e6).toFixed(0)} ppm against the host clock)`,
     );
     return step;
   } finally {
@@ -661,7 +686,7 @@ async function scaleBench(s: Settings, root: string, registry: string | undefine
   return {
     sender: {
       kind: s.sender,
-      command: senderLaunch(s.sender, senderCommand(s.sender, rig.programme, [0], s.sender === 'gst-shared' ? 1 : 0))
+      command: senderLaunch(s.sender, senderCommand(s.sender, rig.programme, [0], s.sender === 'gst-shared' ? 1 : 0, s.senderRate))
         .map((a) => a.replace(':0?', ':PORT?').replace('localport=1', 'localport=LOCALPORT')),
       processes: s.sender === 'gst-shared' ? 'one for all pipelines' : 'one per pipeline',
       programme: rig.programme,
@@ -803,7 +828,7 @@ export function engineTable(r: EngineBenchResult): string {
 // command line
 
 export const ENGINE_USAGE =
-  '[--only engine|scale] [--quick] [--sender gst-shared|gst|ffmpeg] [--scale 1,8,16,32,64] [--window S] [--packets-per-send K] [--admission]';
+  '[--only engine|scale] [--quick] [--sender gst-shared|gst|ffmpeg] [--scale 1,8,16,32,64] [--window S] [--settle S] [--sender-rate R] [--packets-per-send K] [--admission]';
 
 /** Reads the engine bench flags; returns false for a flag that is not one of them. */
 export function engineBenchFlag(a: string, value: () => string, into: EngineBenchOptions): boolean {
@@ -822,6 +847,14 @@ export function engineBenchFlag(a: string, value: () => string, into: EngineBenc
     const w = Number(value());
     if (!(w >= 1 && w <= 500)) throw new Error('--window takes seconds, 1-500 (the programme is 600 s)');
     into.windowS = w;
+  } else if (a === '--settle') {
+    const w = Number(value());
+    if (!(w >= 0 && w <= 120)) throw new Error('--settle takes seconds, 0-120');
+    into.settleS = w;
+  } else if (a === '--sender-rate') {
+    const r = Number(value());
+    if (!(r >= 0.99 && r <= 1.01)) throw new Error('--sender-rate takes a rate 0.99-1.01 (1.0005: a sender 500 ppm fast)');
+    into.senderRate = r;
   } else if (a === '--packets-per-send') {
     const k = Number(value());
     if (!Number.isInteger(k) || k < 1 || k > 16) throw new Error('--packets-per-send takes a whole number 1-16');
