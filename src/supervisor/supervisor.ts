@@ -15,6 +15,7 @@ import { SrtCallerLog } from '../stats/srt-callers.js';
 import { PipelineStats } from '../stats/pipeline-stats.js';
 import { OutputLegs, SendWarningLines, type LegChange } from '../stats/output-legs.js';
 import { RingBuffer } from './ring-buffer.js';
+import { watchdogVerdict } from './watchdog.js';
 import { legOfSink, statsLayoutOf, type LegInterface } from '../compiler/compile.js';
 import type { LinkWatch } from '../net/link-watcher.js';
 import { MIN_CLEAN_RUN_MS, transition, type Action, type ChildEvent, type ChildState, type Desired } from './state.js';
@@ -35,7 +36,7 @@ export interface SupervisorDeps {
   statsIntervalMs: number;
   /** A running child that sends no statistics this long is stalled and restarted. */
   stallAfterMs: number;
-  /** While the host is overloaded a slow child is not stalled: the bound is OVERLOAD_STALL_FACTOR times longer. */
+  /** While the host is overloaded a slow child is not stalled: the bound is OVERLOAD_STALL_FACTOR (watchdog.ts) times longer. */
   hostOverloaded?: () => boolean;
   /**
    * A child that has not reached PLAYING this long after it started is killed and restarted (a
@@ -48,8 +49,6 @@ export interface SupervisorDeps {
   links?: LinkWatch;
 }
 
-/** How much longer the watchdog waits for statistics while the host is overloaded (capacity/). */
-export const OVERLOAD_STALL_FACTOR = 6;
 
 /** What a station's supervisor adds to a pipeline's (all optional: a pipeline uses none). */
 export interface SupervisorOptions {
@@ -451,12 +450,20 @@ export class PipelineSupervisor {
   private startWatchdog(child: ChildProcess, stats: PipelineStats): void {
     this.stopWatchdog();
     const period = Math.max(100, Math.min(this.deps.statsIntervalMs, 1000));
+    let previousTick = this.deps.now();
     this.watchdog = setInterval(() => {
-      if (this.child !== child || this.state !== 'running') return;
-      const since = stats.lastProgressAt ?? this.stateSince;
-      const silentMs = this.deps.now() - since;
-      const overloaded = this.deps.hostOverloaded?.() === true;
-      if (silentMs < this.deps.stallAfterMs * (overloaded ? OVERLOAD_STALL_FACTOR : 1)) return;
+      const now = this.deps.now();
+      const verdict = watchdogVerdict({
+        now,
+        previousTick,
+        periodMs: period,
+        lastProgressAt: stats.lastProgressAt ?? this.stateSince,
+        stallAfterMs: this.deps.stallAfterMs,
+        hostOverloaded: this.deps.hostOverloaded?.() === true,
+      });
+      previousTick = now;
+      if (this.child !== child || this.state !== 'running' || verdict.kind !== 'stalled') return;
+      const silentMs = verdict.silentMs;
       this.killedBy = { cause: 'stalled', silentMs };
       this.log.warn({ event: 'stalled', silent_ms: silentMs }, `${this.label}: no statistics from the child for ${(silentMs / 1000).toFixed(1)} s; killing it`);
       this.stopWatchdog();
