@@ -570,12 +570,24 @@ export function senderLaunch(kind: SenderKind, command: string[]): string[] {
 
 /** One sender process (for `gst-shared`, the one feeding every pipeline). */
 export class Sender {
-  private constructor(readonly child: ChildProcess, readonly command: string[], readonly ports: number[]) {}
+  /** the end of what the sender wrote on stderr (why it ended, when it did) */
+  private stderrTail = '';
+
+  private constructor(readonly child: ChildProcess, readonly command: string[], readonly ports: number[]) {
+    child.stderr?.on('data', (d: Buffer) => {
+      this.stderrTail = (this.stderrTail + d.toString()).slice(-400);
+    });
+  }
+
+  /** The last line the sender wrote on stderr ('' for none). */
+  get lastError(): string {
+    return this.stderrTail.trim().split('\n').at(-1) ?? '';
+  }
 
   static start(kind: SenderKind, file: string, ports: number[], localPort = 0, rate = 1): Sender {
     const command = senderLaunch(kind, senderCommand(kind, file, ports, localPort, rate));
     const [cmd, ...args] = command;
-    const child = spawn(cmd ?? 'false', args, { stdio: 'ignore', detached: true });
+    const child = spawn(cmd ?? 'false', args, { stdio: ['ignore', 'ignore', 'pipe'], detached: true });
     child.on('error', () => undefined);
     return new Sender(child, command, ports);
   }

@@ -619,9 +619,20 @@ async function scaleStep(s: Settings, root: string, n: number, rig: ScaleRig): P
     if (lost > 0) reasons.push(`${lost} SRT packet(s) lost`);
     if (dropped > 0) reasons.push(`${dropped} SRT packet(s) dropped`);
     const restarts = samples.reduce((a, p) => a + p.restarts, 0);
-    if (restarts > 0) reasons.push(`${restarts} child restart(s)`);
-    const deadSenders = senders.filter((x) => !x.alive).length;
-    if (deadSenders > 0) reasons.push(`${deadSenders} sender process(es) ended before the window did`);
+    if (restarts > 0) {
+      // what the engine said of them: its warnings and errors about the pipelines that restarted
+      const restarted = new Set(samples.filter((p) => p.restarts > 0).map((p) => p.id));
+      const said = engine.logs.filter((l) => l.level >= 40 && typeof l.pipeline_id === 'string' && restarted.has(l.pipeline_id)).map((l) => l.msg);
+      const counts = new Map<string, number>();
+      for (const m of said) counts.set(m, (counts.get(m) ?? 0) + 1);
+      const top = [...counts].sort((a, b) => b[1] - a[1]).slice(0, 3).map(([m, c]) => `${c}x "${m}"`);
+      reasons.push(`${restarts} child restart(s)${top.length > 0 ? ` (the engine said: ${top.join('; ')})` : ''}`);
+    }
+    const dead = senders.filter((x) => !x.alive);
+    if (dead.length > 0) {
+      const why = [...new Set(dead.map((x) => x.lastError).filter((m) => m !== ''))].slice(0, 2);
+      reasons.push(`${dead.length} sender process(es) ended before the window did${why.length > 0 ? ` (${why.map((m) => `"${m}"`).join('; ')})` : ''}`);
+    }
 
     const cpu = samples.map((p) => p.cpuPct);
     const rss = samples.map((p) => p.rssMiB);
