@@ -9,7 +9,8 @@
 import { existsSync, writeFileSync } from 'node:fs';
 import { getPriority, setPriority } from 'node:os';
 import { createInterface } from 'node:readline';
-import type { Readable, Writable } from 'node:stream';
+import { Readable, type Writable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import { execa, type ResultPromise } from 'execa';
 
 export interface ChildExit {
@@ -185,6 +186,49 @@ export async function runCommand(
   return {
     exitCode: result.exitCode,
     stdout: typeof result.stdout === 'string' ? result.stdout : '',
+    stderr: typeof result.stderr === 'string' ? result.stderr : '',
+  };
+}
+
+/**
+ * Runs a command that turns bytes into bytes (a `gst-launch-1.0 fdsrc fd=0 ! ... ! fdsink fd=1`)
+ * to completion, both ends streamed (decoded audio may be gigabytes): `input`'s chunks are
+ * written to its stdin, which is then closed; `consume` reads its stdout (and rejects to fail the
+ * run: a disk full). `stdout` in the result is always empty.
+ */
+export async function runFilter(
+  command: string,
+  args: readonly string[],
+  env: Readonly<Record<string, string>>,
+  timeoutMs: number,
+  input: Iterable<Uint8Array> | AsyncIterable<Uint8Array>,
+  consume: (stdout: Readable) => Promise<void>,
+): Promise<RunResult> {
+  const subprocess = execa(command, [...args], {
+    reject: false,
+    stdin: 'pipe',
+    buffer: { stdout: false, stderr: true },
+    env,
+    extendEnv: true,
+    timeout: timeoutMs,
+    maxBuffer: 1024 * 1024,
+  });
+  const { stdin, stdout } = subprocess;
+  if (stdin === null || stdout === null) throw new Error(`${command}: no pipes`);
+  // EPIPE when the child ends before it has read everything: its exit code tells why.
+  const feeding = pipeline(Readable.from(input), stdin).catch(() => undefined);
+  const consuming = consume(stdout).then(
+    () => undefined,
+    (error: unknown) => {
+      subprocess.kill('SIGKILL');
+      return { error };
+    },
+  );
+  const [result, , failed] = await Promise.all([subprocess, feeding, consuming]);
+  if (failed !== undefined) throw failed.error;
+  return {
+    exitCode: result.exitCode,
+    stdout: '',
     stderr: typeof result.stderr === 'string' ? result.stderr : '',
   };
 }

@@ -256,8 +256,7 @@ void t.test('both senders gone: the fallback file, looped, at its level; the mai
   t.ok(Math.abs(fileRmsDb - sineRmsDb(FILE.amplitude)) <= LEVEL_TOLERANCE_DB, `the file's level on the output: ${fileRmsDb.toFixed(2)} dBFS RMS (the file's ${sineRmsDb(FILE.amplitude).toFixed(2)})`);
   const fileStep = largestStep(left, firstFile * BLOCK + 1, returnBlock * BLOCK);
   const fileOwnStep = 2 * Math.sin((Math.PI * FILE.frequency) / RATE) * FILE.amplitude;
-  // Not asserted: the loop point's step is the file's own (the decoded copy of this file ends one
-  // frame short of its 72000, audioresample's drain: its loop point skips one sample; docs/failover.md).
+  // Not asserted (the decoded copy's own loop point is: test/supervisor/fallback-cache.test.ts).
   t.comment(`the fallback's largest step ${fileStep.step.toFixed(5)} (the tone's own ${fileOwnStep.toFixed(5)})`);
 
   // The return: main's first tone (not the marker), at its level, within a crossfade.

@@ -3,8 +3,17 @@
  * teardown (every process still inside killed first). Multicast (SAP, RTP, PTP) stays between
  * them: each side routes 224.0.0.0/4 to its veth end, loopback is up, the host's own interfaces
  * never see a packet.
+ *
+ * Every namespace made here is named `aet-<tag>-<pid>-<side>` (namespaceName): the pid is the
+ * creating process's. A test file that tap kills at its timeout never runs its teardown; the
+ * next create sweeps such leftovers (sweepStaleNamespaces: a name of that form whose pid is no
+ * longer alive), and never touches a namespace of another form. The veth ends keep their short
+ * names (`<tag><pid % 100000><side>[leg]`, at most 15 characters); they live inside the
+ * namespaces and go with them.
  */
 import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { rmSync } from 'node:fs';
+import path from 'node:path';
 import type { Test } from 'tap';
 
 export interface NetnsPair {
@@ -35,13 +44,67 @@ export function killNamespaceProcesses(ns: string): void {
   }
 }
 
-/** Adds the namespaces; the test's teardown kills what runs in them and deletes them, even on failure. */
+/** A test's tag: a letter and up to 4 more letters or digits (it is part of 15-character veth names). */
+const TAG = /^[a-z][a-z0-9]{0,4}$/;
+/** The namespaces these helpers make: `aet-<tag>-<creating pid>-<side>`. */
+const HELPER_NAMESPACE = /^aet-([a-z][a-z0-9]{0,4})-([1-9][0-9]{0,9})-([ab])$/;
+
+/** The name of a namespace the helpers make for `tag`, by process `pid`. */
+export function namespaceName(tag: string, pid: number, side: 'a' | 'b'): string {
+  if (!TAG.test(tag)) throw new Error(`netns tag ${JSON.stringify(tag)} must be a letter and up to 4 letters or digits`);
+  return `aet-${tag}-${pid}-${side}`;
+}
+
+/** The pid that made `ns`, when the helpers made it; else undefined (a namespace to leave alone). */
+export function creatorOf(ns: string): number | undefined {
+  const match = HELPER_NAMESPACE.exec(ns);
+  return match === null ? undefined : Number(match[2]);
+}
+
+/** Whether process `pid` exists (EPERM: it does, owned by another user). */
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+function removeNamespace(ns: string): void {
+  killNamespaceProcesses(ns);
+  spawnSync('ip', ['netns', 'del', ns]);
+  // A resolv.conf a test gave the namespace (`ip netns exec` mounts /etc/netns/<ns>/*).
+  rmSync(path.join('/etc/netns', ns), { recursive: true, force: true });
+}
+
+/**
+ * Removes the namespaces the helpers made whose creating process is gone (a test file killed at
+ * its timeout, whose teardown never ran), killing what still runs in them first. Namespaces of
+ * any other name are never touched. Returns the names removed.
+ */
+export function sweepStaleNamespaces(alive: (pid: number) => boolean = isAlive): string[] {
+  const listed = spawnSync('ip', ['netns', 'list'], { encoding: 'utf8' });
+  if (listed.status !== 0) return [];
+  const removed: string[] = [];
+  for (const line of listed.stdout.split('\n')) {
+    const ns = line.split(' ')[0] ?? ''; // "name (id: 3)"
+    const pid = creatorOf(ns);
+    if (pid === undefined || alive(pid)) continue;
+    removeNamespace(ns);
+    removed.push(ns);
+  }
+  return removed;
+}
+
+/**
+ * Adds the namespaces (after sweeping stale ones); the test's teardown kills what runs in them
+ * and deletes them, even on failure.
+ */
 function addNamespaces(t: Test, names: string[]): void {
+  sweepStaleNamespaces();
   t.teardown(() => {
-    for (const ns of names) {
-      killNamespaceProcesses(ns);
-      spawnSync('ip', ['netns', 'del', ns]);
-    }
+    for (const ns of names) removeNamespace(ns);
   });
   for (const ns of names) ip('netns', 'add', ns);
 }
@@ -49,8 +112,8 @@ function addNamespaces(t: Test, names: string[]): void {
 export function createNetnsPair(t: Test, tag: string): NetnsPair {
   const id = `${tag}${process.pid % 100000}`;
   const subnet = `10.${100 + (process.pid % 100)}.${Math.floor(Math.random() * 250)}`;
-  const a = { ns: `${id}a`, ifname: `${id}a`.slice(0, 15), address: `${subnet}.1`, mac: '' };
-  const b = { ns: `${id}b`, ifname: `${id}b`.slice(0, 15), address: `${subnet}.2`, mac: '' };
+  const a = { ns: namespaceName(tag, process.pid, 'a'), ifname: `${id}a`, address: `${subnet}.1`, mac: '' };
+  const b = { ns: namespaceName(tag, process.pid, 'b'), ifname: `${id}b`, address: `${subnet}.2`, mac: '' };
   addNamespaces(t, [a.ns, b.ns]);
   ip('link', 'add', a.ifname, 'type', 'veth', 'peer', 'name', b.ifname);
   for (const side of [a, b]) {
@@ -107,8 +170,8 @@ export function createDualNetwork(t: Test, tag: string): DualNetwork {
   const id = `${tag}${process.pid % 100000}`;
   const subnet = (n: number) => `10.${100 + (process.pid % 100)}.${(Math.floor(Math.random() * 120) * 2 + n) % 250}`;
   const nets = [subnet(0), subnet(1)];
-  const a = { ns: `${id}a`, legs: nets.map((net, i) => ({ ifname: `${id}a${i + 1}`.slice(0, 15), address: `${net}.1` })) };
-  const b = { ns: `${id}b`, legs: nets.map((net, i) => ({ ifname: `${id}b${i + 1}`.slice(0, 15), address: `${net}.2` })) };
+  const a = { ns: namespaceName(tag, process.pid, 'a'), legs: nets.map((net, i) => ({ ifname: `${id}a${i + 1}`, address: `${net}.1` })) };
+  const b = { ns: namespaceName(tag, process.pid, 'b'), legs: nets.map((net, i) => ({ ifname: `${id}b${i + 1}`, address: `${net}.2` })) };
   addNamespaces(t, [a.ns, b.ns]);
   nets.forEach((_, i) => {
     const [ea, eb] = [a.legs[i], b.legs[i]];

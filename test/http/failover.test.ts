@@ -108,8 +108,8 @@ void t.test('fallback files: checked and decoded at create, removed with the pip
   t.same(created.body.fallback, { type: 'file', path: tone, loop: true }, 'a fallback without a backup is allowed');
   const copies = readdirSync(cacheDir);
   t.equal(copies.length, 1);
-  // 2 s at 44.1 kHz resampled to 48 kHz, 2 channels of F32: 2 * 48000 * 2 * 4 bytes (the resampler may add or drop a few frames).
-  t.ok(Math.abs(statSync(path.join(cacheDir, copies[0] ?? '')).size - 2 * 48000 * 2 * 4) < 4096, 'the decoded copy holds the file\'s 2 s');
+  // 2 s at 44.1 kHz resampled to 48 kHz, 2 channels of F32: exactly 2 * 48000 frames (src/supervisor/fallback-cache.ts).
+  t.equal(statSync(path.join(cacheDir, copies[0] ?? '')).size, 2 * 48000 * 2 * 4, 'the decoded copy holds the file\'s 2 s, to the frame');
 
   const badPatch = await api<ErrorBody>(engine, 'PATCH', `/api/v1/pipelines/${created.body.id}`, file(path.join(fallbackDir, 'corrupt.flac')));
   t.equal(badPatch.status, 400);
@@ -120,7 +120,7 @@ void t.test('fallback files: checked and decoded at create, removed with the pip
   const monoCopies = readdirSync(cacheDir);
   t.equal(monoCopies.length, 1, 'the old copy is gone');
   t.not(monoCopies[0], copies[0], 'decoded again for one channel');
-  t.ok(Math.abs(statSync(path.join(cacheDir, monoCopies[0] ?? '')).size - 2 * 48000 * 4) < 4096);
+  t.equal(statSync(path.join(cacheDir, monoCopies[0] ?? '')).size, 2 * 48000 * 4, 'one channel: 2 s to the frame');
 
   t.equal((await api(engine, 'DELETE', `/api/v1/pipelines/${created.body.id}`)).status, 204);
   t.same(readdirSync(cacheDir), [], 'deleting the pipeline removes its decoded copy');

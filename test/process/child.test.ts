@@ -1,5 +1,5 @@
 import t from 'tap';
-import { launchChild } from '../../src/process/child.js';
+import { launchChild, runFilter } from '../../src/process/child.js';
 
 void t.test('extraInput: the child reads each from descriptors 3, 4 (through setpriv), and they end', async (t) => {
   const lines: string[] = [];
@@ -28,4 +28,27 @@ void t.test('without extraInput the child has no descriptor 3', async (t) => {
   });
   t.equal((await child.exited).exitCode, 0);
   t.same(lines, ['closed']);
+});
+
+void t.test('runFilter: stdin and stdout streamed through a real child; a consumer that fails ends it', async (t) => {
+  // 8 MiB through `cat`: far more than a pipe holds, so both ends must be streamed at once.
+  const chunk = Buffer.alloc(1024 * 1024, 7);
+  let bytes = 0;
+  const result = await runFilter('cat', [], {}, 30_000, Array<Buffer>(8).fill(chunk), async (stdout) => {
+    for await (const piece of stdout) bytes += (piece as Buffer).length;
+  });
+  t.equal(result.exitCode, 0);
+  t.equal(bytes, 8 * chunk.length, 'every byte came back');
+
+  // No timeout of its own: were the child not ended, this would hang until tap's.
+  const endless = (function* (): Generator<Buffer> {
+    for (let i = 0; i < 1_000_000; i++) yield chunk;
+  })();
+  await t.rejects(
+    runFilter('cat', [], {}, 0, endless, async (stdout) => {
+      for await (const piece of stdout) if ((piece as Buffer).length > 0) throw new Error('disk full');
+    }),
+    { message: 'disk full' },
+    'the consumer\'s error is the result',
+  );
 });
