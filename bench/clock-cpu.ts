@@ -4,10 +4,9 @@
  * engine's graph as the noise floor (two identical pipelines differ by up to a point of a core on
  * a shared 2-core VM): the three run at once, each fed by its own ffmpeg AAC caller
  * (-pes_payload_size 0), and each process's CPU (user + system, /proc/PID/stat) is read over the
- * same window. ffmpeg, as users would write it: SRT listener -> loudnorm (-23 LUFS, -1 dBTP; it
- * works at 192 kHz, so aresample back to 48 kHz; aformat pins the stereo layout both sides) +
- * three peaking equalizers (the same bands, Q 1) -> pcm_s24be RTP in 1 ms packets (pkt_size 300 =
- * 12 + 288 bytes).
+ * same window. ffmpeg, as users would write it (bench/ffmpeg-pipeline.ts): SRT listener ->
+ * loudnorm (-23 LUFS, -1 dBTP) + three peaking equalizers (the same bands, Q 1) -> pcm_s24be RTP
+ * in 1 ms packets.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
@@ -16,6 +15,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { compilePipeline } from '../src/compiler/compile.js';
 import { parsePipelineSpec } from '../src/spec/validate.js';
+import { ffmpegPipelineArgv } from './ffmpeg-pipeline.js';
 import { runIfMain } from './process.js';
 
 const USAGE = `usage:
@@ -48,17 +48,6 @@ export interface ClockCpuResult {
 
 const EQ_BANDS = [{ freq: 100, gain: -2 }, { freq: 1000, gain: 1 }, { freq: 8000, gain: 1.5 }];
 
-/** One ffmpeg doing the pipeline's job: SRT listener on `srtPort` to L24 RTP in 1 ms packets. */
-function ffmpegArgv(srtPort: number): string[] {
-  const eq = EQ_BANDS.map((b) => `equalizer=f=${b.freq}:t=q:w=1:g=${b.gain}`).join(',');
-  return [
-    '-hide_banner', '-loglevel', 'error', '-nostdin',
-    '-i', `srt://127.0.0.1:${srtPort}?mode=listener&latency=120000`,
-    '-af', `aformat=channel_layouts=stereo,loudnorm=I=-23:TP=-1,aresample=48000,aformat=channel_layouts=stereo,${eq}`,
-    '-c:a', 'pcm_s24be', '-ar', '48000', '-ac', '2', '-f', 'rtp', '-payload_type', '96', 'rtp://127.0.0.1:9?pkt_size=300',
-  ];
-}
-
 /** The engine's own argv for the bench's pipeline: SRT listener on `srtPort`, loudnorm + 3-band EQ. */
 function engineArgv(srtPort: number): string[] {
   const spec = parsePipelineSpec({
@@ -87,7 +76,7 @@ async function sideBySide(kinds: readonly Kind[], windowS: number, pluginPath: s
   try {
     const pipelines = kinds.map((kind, i) => {
       const child = kind === 'ffmpeg'
-        ? spawn('ffmpeg', ffmpegArgv(basePort + i), { stdio: 'ignore' })
+        ? spawn('ffmpeg', ffmpegPipelineArgv({ srtPort: basePort + i, rtpPort: 9, latencyMs: 120, targetLufs: -23, bands: EQ_BANDS }), { stdio: 'ignore' })
         : spawn('gst-launch-1.0', engineArgv(basePort + i), { env, stdio: 'ignore' });
       children.push(child);
       return child;

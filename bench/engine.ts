@@ -3,7 +3,7 @@
  * (`node dist/audio-engine.mjs`, run `npm run build` first), every process on 127.0.0.1.
  *
  *   node --import=tsx bench/engine.ts [--only engine|scale] [--quick] [--sender gst-shared|gst|ffmpeg] [--scale 1,8,16]
- *                                     [--window S] [--packets-per-send K]
+ *                                     [--window S] [--packets-per-send K] [--reference ffmpeg]
  *
  * engine (runEngineBench with parts.engine):
  *   - ready: the engine spawned `readyRuns` times (one temp folder: the first run scans a cold
@@ -26,6 +26,10 @@
  *   `rtp_packets_per_send = K` in each engine's config.
  *   Real time = every pipeline: no RTP sequence gap, RTP rate within 2 % of 1000 packets/s, no
  *   SRT packet lost or dropped, no restart. The sweep stops at the first N that is not.
+ *   `--reference ffmpeg`: after the engine's step at each N, the same step with N ffmpeg processes
+ *   doing the pipelines' job in the engine's place (bench/scale-ffmpeg.ts), the same sender,
+ *   counter, settle, window and rule (bench/scale-window.ts); each kind's sweep stops at its own
+ *   first N that is not real time, the other's goes on.
  */
 import { spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -42,7 +46,6 @@ import {
   SENDER_KINDS,
   Sender,
   loadAverage,
-  procCpuSeconds,
   programmeTs,
   rtpCounterBinary,
   senderCommand,
@@ -56,6 +59,8 @@ import {
 } from './engine-harness.js';
 import { admissionBench, type AdmissionBenchResult } from './engine-admission.js';
 import { median, runIfMain } from './process.js';
+import { FFMPEG_SRT_STATS, ffmpegScaleCommand, ffmpegScaleStep, type FfmpegScaleSetup, type FfmpegScaleStep } from './scale-ffmpeg.js';
+import { openRigWindow, realTimeReasons, rtpTotals, rtpWindowSample, spread, sweepEnd, sweepSideBySide, waitForRtp, type RtpWindowSample, type ScaleStepFigures } from './scale-window.js';
 
 export interface EngineBenchOptions {
   /** which parts to run (default both) */
@@ -73,6 +78,12 @@ export interface EngineBenchOptions {
   windowS?: number;
   settleS?: number;
   sender?: SenderKind;
+  /**
+   * scale: after the engine's step at each N, the same step with N ffmpeg processes doing the
+   * pipelines' job instead (bench/scale-ffmpeg.ts); each kind's sweep stops at its own first N
+   * that is not real time
+   */
+  reference?: ScaleReferenceKind;
   /** scale: how fast the ffmpeg senders read against the host clock (1.0005: 500 ppm fast); default 1 */
   senderRate?: number;
   /**
@@ -137,18 +148,10 @@ export interface EngineControlResult {
   grpc: { call: string; summary: LatencySummary; callsPerS: number }[];
 }
 
-export interface ScalePipelineSample {
+export interface ScalePipelineSample extends RtpWindowSample {
   id: string;
   cpuPct: number;
   rssMiB: number;
-  rtpPackets: number;
-  rtpGaps: number;
-  /** datagrams the kernel dropped on the counter's socket (counted as gaps too: its own fault) */
-  rtpCounterDrops: number;
-  rtpRatePerS: number;
-  /** inserted silence in the RTP audio over the window (the programme never is silent), ms, and its runs */
-  silentMs: number;
-  silences: number;
   srtLost: number;
   srtDropped: number;
   srtReceived: number;
@@ -162,34 +165,13 @@ export interface ScalePipelineSample {
   driftSeries: [number, number][];
 }
 
-export interface ScaleStep {
-  n: number;
-  windowS: number;
-  realTime: boolean;
-  /** why not, when not */
-  reasons: string[];
-  pipelineCpuPct: { median: number; max: number; sum: number };
-  pipelineRssMiB: { median: number; max: number };
+/** One N of the engine's sweep (`accountedPctOfMachine` counts the engine process too). */
+export interface ScaleStep extends ScaleStepFigures {
   engineCpuPct: number;
   engineRssMiB: number;
-  /** every sender process together, and that sum / N (per pipeline fed, whatever the processes) */
-  senderCpuPct: { perSender: number; sum: number; processes: number };
-  /** the RTP receivers: the rtp-counter process (all N sockets) */
-  receiversCpuPct: number;
-  /** this node process: the bench itself (engine logs, metrics, the counter's answers) */
-  benchCpuPct: number;
-  /**
-   * what the pipelines, the engine, the senders, the receivers and this process used, in % of
-   * all cores (100 = both cores busy); /proc/stat's machine-wide counters are not usable in this VM
-   */
-  accountedPctOfMachine: number;
-  /** rates over the counter's own window (its clock, from reset to snapshot) */
-  rtp: { totalGaps: number; counterDrops: number; minRatePerS: number; maxRatePerS: number };
   srt: { lost: number; dropped: number };
-  /** ms from the first create to every pipeline running, and to every receiver getting packets */
+  /** ms from the first create to every pipeline running (flowingMs: to every receiver getting packets) */
   startAllMs: number;
-  flowingMs: number;
-  loadBefore: string;
   pipelines: ScalePipelineSample[];
 }
 
@@ -204,6 +186,27 @@ export interface ScaleResult {
   largestRealTimeN: number;
   stoppedEarly: boolean;
   processing: typeof BENCH_PROCESSING;
+  /** the same sweep with one ffmpeg per pipeline in the engine's place (null: not asked for) */
+  reference: ScaleReferenceResult | null;
+}
+
+/** What the scale bench can run beside the engine as its reference: one ffmpeg per pipeline. */
+export type ScaleReferenceKind = 'ffmpeg';
+export const SCALE_REFERENCE_KINDS: readonly ScaleReferenceKind[] = ['ffmpeg'];
+
+/** The side-by-side reference of a scale run (`--reference ffmpeg`). */
+export interface ScaleReferenceResult {
+  kind: ScaleReferenceKind;
+  /** one process per pipeline; the ports shown as SRT_PORT and RTP_PORT */
+  command: string[];
+  /** SRT loss is not part of its judgement: why */
+  srtStats: string;
+  steps: FfmpegScaleStep[];
+  /** largest N measured real time (0 when none) */
+  largestRealTimeN: number;
+  stoppedEarly: boolean;
+  /** the engine's largest real-time N / the reference's, over the N swept (null when the reference had none) */
+  engineOverReference: number | null;
 }
 
 export interface EngineBenchResult {
@@ -228,6 +231,7 @@ interface Settings {
   settleS: number;
   sender: SenderKind;
   senderRate: number;
+  reference: ScaleReferenceKind | undefined;
   packetsPerSend: number | undefined;
   admission: boolean;
   cacheDir: string;
@@ -248,6 +252,7 @@ function settings(opts: EngineBenchOptions): Settings {
     settleS: opts.settleS ?? (quick ? 3 : 5),
     sender: opts.sender ?? 'gst-shared',
     senderRate: opts.senderRate ?? 1,
+    reference: opts.reference,
     packetsPerSend: opts.packetsPerSend,
     admission: opts.admission === true,
     cacheDir: opts.cacheDir ?? path.join(tmpdir(), 'audioengine-bench'),
@@ -255,10 +260,13 @@ function settings(opts: EngineBenchOptions): Settings {
   };
 }
 
+/** SRT latency of every benchmarked pipeline (and of the ffmpeg reference's listeners), ms. */
+const SCALE_SRT_LATENCY_MS = 300;
+
 function pipelineRequest(name: string, srtPort: number, outPort: number): unknown {
   return {
     name,
-    input: { type: 'srt', port: srtPort, latency: 300 },
+    input: { type: 'srt', port: srtPort, latency: SCALE_SRT_LATENCY_MS },
     processing: BENCH_PROCESSING,
     output: { type: 'rtp', host: '127.0.0.1', port: outPort },
   };
@@ -495,6 +503,15 @@ interface ScaleRig {
   nice: number;
 }
 
+/** What the engine said (warnings and errors) of the pipelines that restarted: the 3 most frequent, counted. */
+function restartsSaid(engine: BenchEngine, samples: readonly ScalePipelineSample[]): string[] {
+  const restarted = new Set(samples.filter((p) => p.restarts > 0).map((p) => p.id));
+  const said = engine.logs.filter((l) => l.level >= 40 && typeof l.pipeline_id === 'string' && restarted.has(l.pipeline_id)).map((l) => l.msg);
+  const counts = new Map<string, number>();
+  for (const m of said) counts.set(m, (counts.get(m) ?? 0) + 1);
+  return [...counts].sort((a, b) => b[1] - a[1]).slice(0, 3).map(([m, c]) => `${c}x "${m}"`);
+}
+
 async function scaleStep(s: Settings, root: string, n: number, rig: ScaleRig): Promise<ScaleStep> {
   const engine = await BenchEngine.spawn({
     dir: path.join(root, `scale-${n}`),
@@ -534,28 +551,18 @@ async function scaleStep(s: Settings, root: string, n: number, rig: ScaleRig): P
     const startAllMs = performance.now() - t0;
     const sendersAt = performance.now();
     senders = Sender.startAll(s.sender, rig.programme, pipelines.map((p) => p.srtPort), s.sender === 'gst-shared' ? await freeUdpPort() : 0, s.senderRate);
-    const until = performance.now() + 30_000;
-    for (;;) {
-      const silent = (await counters.snapshot()).sockets.filter((c) => c.packets === 0).length;
-      if (silent === 0) break;
-      if (performance.now() > until) throw new Error(`N=${n}: ${silent} receiver(s) got no RTP in 30 s`);
-      await sleep(200);
-    }
+    const silent = await waitForRtp(counters, 30_000);
+    if (silent > 0) throw new Error(`N=${n}: ${silent} receiver(s) got no RTP in 30 s`);
     const flowingMs = performance.now() - t0;
     await sleep(s.settleS * 1000);
 
     // the window
-    const senderPids = senders.map((x) => x.pid);
     const m0 = await engine.metrics();
-    const sender0 = await Promise.all(senderPids.map((pid) => procCpuSeconds(pid)));
-    const receivers0 = await procCpuSeconds(counters.pid);
-    const bench0 = process.cpuUsage();
-    const w0 = performance.now(); // before the reset: its answer can be late on a saturated machine
-    await counters.reset();
+    const rigWindow = await openRigWindow(senders.map((x) => x.pid), counters);
     // the drift each bridge reports, every 10 s once it has had 60 s of the sender (its estimate's
     // settling time, docs/elements-clockbridge.md)
     const drifts = new Map<string, [number, number][]>(pipelines.map((p) => [p.id, []]));
-    const windowEnd = w0 + s.windowS * 1000;
+    const windowEnd = rigWindow.startedAt + s.windowS * 1000;
     for (let now = performance.now(); now < windowEnd; now = performance.now()) {
       await sleep(Math.min(10_000, windowEnd - now));
       if (performance.now() - sendersAt < 60_000 || performance.now() >= windowEnd - 1000) continue;
@@ -563,29 +570,17 @@ async function scaleStep(s: Settings, root: string, n: number, rig: ScaleRig): P
       const at = Math.round((performance.now() - sendersAt) / 1000);
       for (const p of pipelines) drifts.get(p.id)?.push([at, value(m, 'audio_engine_pipeline_input_clock_drift_ppm', p.id)]);
     }
-    const snapshot = await counters.snapshot();
-    const w1 = performance.now();
-    const bench = process.cpuUsage(bench0);
-    const receivers1 = await procCpuSeconds(counters.pid);
-    const sender1 = await Promise.all(senderPids.map((pid) => procCpuSeconds(pid)));
+    const win = await rigWindow.close();
     const m1 = await engine.metrics();
-    const windowS = (w1 - w0) / 1000;
-    const byPort = new Map(snapshot.sockets.map((c) => [c.port, c]));
+    const windowS = win.windowS;
 
-    const reasons: string[] = [];
     const samples: ScalePipelineSample[] = pipelines.map((p) => {
       const d = (name: string): number => value(m1, name, p.id) - value(m0, name, p.id);
-      const rtp = byPort.get(p.rtpPort) ?? { packets: 0, gaps: 0, drops: 0, silent_frames: 0, silences: 0 };
       return {
         id: p.id,
         cpuPct: (100 * d('audio_engine_pipeline_child_cpu_seconds_total')) / windowS,
         rssMiB: value(m1, 'audio_engine_pipeline_child_resident_memory_bytes', p.id) / 2 ** 20,
-        rtpPackets: rtp.packets,
-        rtpGaps: rtp.gaps,
-        rtpCounterDrops: rtp.drops,
-        rtpRatePerS: rtp.packets / snapshot.windowS,
-        silentMs: rtp.silent_frames / 48,
-        silences: rtp.silences,
+        ...rtpWindowSample(win.snapshot, p.rtpPort),
         srtLost: d('audio_engine_pipeline_srt_packets_lost_total'),
         srtDropped: d('audio_engine_pipeline_srt_packets_dropped_total'),
         srtReceived: d('audio_engine_pipeline_srt_packets_received_total'),
@@ -596,67 +591,32 @@ async function scaleStep(s: Settings, root: string, n: number, rig: ScaleRig): P
         driftSeries: drifts.get(p.id) ?? [],
       };
     });
-    const gaps = samples.reduce((a, p) => a + p.rtpGaps, 0);
-    const counterDrops = samples.reduce((a, p) => a + p.rtpCounterDrops, 0);
-    const lost = samples.reduce((a, p) => a + Math.max(0, p.srtLost), 0);
-    const dropped = samples.reduce((a, p) => a + Math.max(0, p.srtDropped), 0);
-    const rates = samples.map((p) => p.rtpRatePerS);
-    const slow = samples.filter((p) => Math.abs(p.rtpRatePerS - 1000) > 20);
-    if (gaps > 0) {
-      reasons.push(
-        `${gaps} RTP sequence gap(s) in ${samples.filter((p) => p.rtpGaps > 0).length} pipeline(s)` +
-          (counterDrops > 0 ? ` (the counter's sockets dropped ${counterDrops} datagram(s))` : ''),
-      );
-    }
-    if (slow.length > 0) reasons.push(`${slow.length} pipeline(s) off 1000 RTP packets/s by > 2 % (min ${Math.min(...rates).toFixed(0)}/s)`);
-    // Real time is judged by the audio: 1000 packets a second that carry inserted silence are not.
-    const silent = samples.filter((p) => p.silences > 0);
-    if (silent.length > 0) {
-      reasons.push(`inserted silence in ${silent.length} pipeline(s) (${silent.reduce((a, p) => a + p.silentMs, 0).toFixed(0)} ms in all, at most ${Math.max(...silent.map((p) => p.silentMs)).toFixed(0)} ms in one)`);
-    }
-    const underran = samples.filter((p) => p.underruns > 0);
-    if (underran.length > 0) reasons.push(`${underran.reduce((a, p) => a + p.underruns, 0)} underrun(s) in ${underran.length} pipeline(s)`);
-    if (lost > 0) reasons.push(`${lost} SRT packet(s) lost`);
-    if (dropped > 0) reasons.push(`${dropped} SRT packet(s) dropped`);
-    const restarts = samples.reduce((a, p) => a + p.restarts, 0);
-    if (restarts > 0) {
-      // what the engine said of them: its warnings and errors about the pipelines that restarted
-      const restarted = new Set(samples.filter((p) => p.restarts > 0).map((p) => p.id));
-      const said = engine.logs.filter((l) => l.level >= 40 && typeof l.pipeline_id === 'string' && restarted.has(l.pipeline_id)).map((l) => l.msg);
-      const counts = new Map<string, number>();
-      for (const m of said) counts.set(m, (counts.get(m) ?? 0) + 1);
-      const top = [...counts].sort((a, b) => b[1] - a[1]).slice(0, 3).map(([m, c]) => `${c}x "${m}"`);
-      reasons.push(`${restarts} child restart(s)${top.length > 0 ? ` (the engine said: ${top.join('; ')})` : ''}`);
-    }
-    const dead = senders.filter((x) => !x.alive);
-    if (dead.length > 0) {
-      const why = [...new Set(dead.map((x) => x.lastError).filter((m) => m !== ''))].slice(0, 2);
-      reasons.push(`${dead.length} sender process(es) ended before the window did${why.length > 0 ? ` (${why.map((m) => `"${m}"`).join('; ')})` : ''}`);
-    }
+    const reasons = realTimeReasons(samples, { senders, restartsSaid: restartsSaid(engine, samples) });
+    const rtp = rtpTotals(samples);
+    const srt = { lost: samples.reduce((a, p) => a + Math.max(0, p.srtLost), 0), dropped: samples.reduce((a, p) => a + Math.max(0, p.srtDropped), 0) };
 
     const cpu = samples.map((p) => p.cpuPct);
-    const rss = samples.map((p) => p.rssMiB);
-    const senderCpu = sender1.map((v, i) => v - (sender0[i] ?? 0));
-    const senderSum = (100 * senderCpu.reduce((a, b) => a + b, 0)) / windowS;
+    const pipelineRssMiB = spread(samples.map((p) => p.rssMiB));
+    const senderSum = win.senderCpuPct;
     const engineCpuPct = (100 * (value(m1, 'audio_engine_process_cpu_seconds_total') - value(m0, 'audio_engine_process_cpu_seconds_total'))) / windowS;
-    const receiversCpuPct = (100 * (receivers1 - receivers0)) / windowS;
-    const benchCpuPct = (100 * (bench.user + bench.system)) / 1e6 / windowS;
-    const cpuSum = cpu.reduce((a, b) => a + b, 0);
+    const { receiversCpuPct, benchCpuPct } = win;
+    const pipelineCpuPct = spread(cpu);
+    const cpuSum = pipelineCpuPct.sum;
     const step: ScaleStep = {
       n,
       windowS,
       realTime: reasons.length === 0,
       reasons,
-      pipelineCpuPct: { median: median(cpu), max: Math.max(...cpu), sum: cpuSum },
-      pipelineRssMiB: { median: median(rss), max: Math.max(...rss) },
+      pipelineCpuPct,
+      pipelineRssMiB: { median: pipelineRssMiB.median, max: pipelineRssMiB.max },
       engineCpuPct,
       engineRssMiB: value(m1, 'audio_engine_process_resident_memory_bytes') / 2 ** 20,
       senderCpuPct: { perSender: senderSum / n, sum: senderSum, processes: senders.length },
       receiversCpuPct,
       benchCpuPct,
       accountedPctOfMachine: (cpuSum + engineCpuPct + senderSum + receiversCpuPct + benchCpuPct) / cpus().length,
-      rtp: { totalGaps: gaps, counterDrops, minRatePerS: Math.min(...rates), maxRatePerS: Math.max(...rates) },
-      srt: { lost, dropped },
+      rtp,
+      srt,
       startAllMs,
       flowingMs,
       loadBefore,
@@ -681,19 +641,43 @@ async function scaleStep(s: Settings, root: string, n: number, rig: ScaleRig): P
   }
 }
 
+/** The ffmpeg reference's job: the benchmarked pipelines' (BENCH_PROCESSING, the same SRT latency). */
+function referenceJob(): Pick<FfmpegScaleSetup, 'latencyMs' | 'targetLufs' | 'bands'> {
+  const [loudness, eq] = BENCH_PROCESSING;
+  return { latencyMs: SCALE_SRT_LATENCY_MS, targetLufs: loudness?.target ?? -23, bands: eq?.bands ?? [] };
+}
+
+/**
+ * The sweep: at each N the engine's step, then (with a reference) the reference's step; each kind
+ * stops at its own first N that is not real time, the other goes on.
+ */
 async function scaleBench(s: Settings, root: string, registry: string | undefined): Promise<ScaleResult> {
   const rig: ScaleRig = { programme: await programmeTs(s.cacheDir), registry, counterBinary: await rtpCounterBinary(s.cacheDir), rcvbufBytes: 0, nice: 0 };
-  const steps: ScaleStep[] = [];
-  let stoppedEarly = false;
-  for (const n of s.scaleNs) {
-    const step = await scaleStep(s, root, n, rig);
-    steps.push(step);
-    if (!step.realTime) {
-      stoppedEarly = n !== s.scaleNs[s.scaleNs.length - 1];
-      break;
-    }
+  const setup: FfmpegScaleSetup = {
+    programme: rig.programme, counterBinary: rig.counterBinary, sender: s.sender, senderRate: s.senderRate,
+    settleS: s.settleS, windowS: s.windowS, ...referenceJob(), log: s.log,
+  };
+  if (s.reference !== undefined && s.windowS < 10) {
+    s.log(`scale: a ${s.windowS} s window is short for the ${s.reference} reference: it sends bursts of about 100 packets (100 ms), so its rate over the window can be off by ${(10 / s.windowS).toFixed(1)} % (the limit is 2 %)`);
   }
-  const ok = steps.filter((x) => x.realTime).map((x) => x.n);
+  const { first: steps, second: referenceSteps } = await sweepSideBySide(
+    s.scaleNs,
+    (n) => scaleStep(s, root, n, rig),
+    s.reference === 'ffmpeg' ? (n) => ffmpegScaleStep(setup, n) : null,
+  );
+  const engineEnd = sweepEnd(steps, s.scaleNs);
+  let reference: ScaleReferenceResult | null = null;
+  if (s.reference !== undefined) {
+    const end = sweepEnd(referenceSteps, s.scaleNs);
+    reference = {
+      kind: s.reference,
+      command: ffmpegScaleCommand(setup),
+      srtStats: FFMPEG_SRT_STATS,
+      steps: referenceSteps,
+      ...end,
+      engineOverReference: end.largestRealTimeN === 0 ? null : engineEnd.largestRealTimeN / end.largestRealTimeN,
+    };
+  }
   return {
     sender: {
       kind: s.sender,
@@ -705,9 +689,9 @@ async function scaleBench(s: Settings, root: string, registry: string | undefine
     receiver: { command: [rig.counterBinary, 'N'], source: path.relative(ROOT, RTP_COUNTER_SOURCE), rcvbufBytes: rig.rcvbufBytes, nice: rig.nice },
     rtpPacketsPerSend: s.packetsPerSend ?? null,
     steps,
-    largestRealTimeN: ok.length === 0 ? 0 : Math.max(...ok),
-    stoppedEarly,
+    ...engineEnd,
     processing: BENCH_PROCESSING,
+    reference,
   };
 }
 
@@ -768,6 +752,36 @@ function f(x: number, digits = 1): string {
   return Number.isFinite(x) ? x.toFixed(digits) : 'n/a';
 }
 
+/** The scale sweep beside its reference, per N of either sweep, and the largest real-time N of each. */
+function referenceTable(sc: ScaleResult, ref: ScaleReferenceResult): string {
+  const ns = [...new Set([...sc.steps.map((x) => x.n), ...ref.steps.map((x) => x.n)])].sort((a, b) => a - b);
+  const yes = (st: { realTime: boolean } | undefined): string => (st === undefined ? '-' : st.realTime ? 'yes' : '**no**');
+  const cpu = (st: { pipelineCpuPct: { median: number; max: number } } | undefined): string =>
+    st === undefined ? '-' : `${f(st.pipelineCpuPct.median)} (${f(st.pipelineCpuPct.max)})`;
+  const lines = [
+    `| N | engine real time | engine CPU % per pipeline, median (max) | ${ref.kind} real time | ${ref.kind} CPU % per pipeline, median (max) | ${ref.kind} RSS MiB median | ${ref.kind} senders CPU % (per pipeline) | ${ref.kind} RTP pkt/s min-max | ${ref.kind} RTP gaps | ${ref.kind}: why not |`,
+    '|---:|---|---:|---|---:|---:|---:|---:|---:|---|',
+  ];
+  for (const n of ns) {
+    const e = sc.steps.find((x) => x.n === n);
+    const x = ref.steps.find((y) => y.n === n);
+    lines.push(
+      `| ${n} | ${yes(e)} | ${cpu(e)} | ${yes(x)} | ${cpu(x)} | ${x === undefined ? '-' : f(x.pipelineRssMiB.median)} | ` +
+        `${x === undefined ? '-' : `${f(x.senderCpuPct.sum, 2)} (${f(x.senderCpuPct.perSender, 2)})`} | ` +
+        `${x === undefined ? '-' : `${f(x.rtp.minRatePerS, 0)}-${f(x.rtp.maxRatePerS, 0)}`} | ${x?.rtp.totalGaps ?? '-'} | ${x?.reasons.join('; ') ?? ''} |`,
+    );
+  }
+  const ratio = ref.engineOverReference === null ? 'n/a' : `${f(ref.engineOverReference, 2)}`;
+  lines.push(
+    '',
+    `- largest N in real time: engine **${sc.largestRealTimeN}**, ${ref.kind} **${ref.largestRealTimeN}**, engine/${ref.kind} ` +
+      `${sc.largestRealTimeN}/${ref.largestRealTimeN} = **${ratio}** (N swept: ${ns.join(', ')}${sc.stoppedEarly ? '; the engine\'s sweep stopped at its first N that was not' : ''}` +
+      `${ref.stoppedEarly ? `; the ${ref.kind} sweep stopped at its first N that was not` : ''})`,
+    `- reference: one \`${ref.command.join(' ')}\` per pipeline, the same sender, counter, settle and window; SRT loss ${ref.srtStats}`,
+  );
+  return lines.join('\n');
+}
+
 /** The markdown tables of an engine bench result. */
 export function engineTable(r: EngineBenchResult): string {
   const lines: string[] = [];
@@ -818,6 +832,7 @@ export function engineTable(r: EngineBenchResult): string {
         `bench CPU = this node process`,
     );
   }
+  if (sc !== null && sc.reference !== null) lines.push('', referenceTable(sc, sc.reference));
   const ad = r.admission;
   if (ad !== null) {
     lines.push(
@@ -839,7 +854,7 @@ export function engineTable(r: EngineBenchResult): string {
 // command line
 
 export const ENGINE_USAGE =
-  '[--only engine|scale] [--quick] [--sender gst-shared|gst|ffmpeg] [--scale 1,8,16,32,64] [--window S] [--settle S] [--sender-rate R] [--packets-per-send K] [--admission]';
+  '[--only engine|scale] [--quick] [--sender gst-shared|gst|ffmpeg] [--scale 1,8,16,32,64] [--window S] [--settle S] [--sender-rate R] [--packets-per-send K] [--admission] [--reference ffmpeg]';
 
 /** Reads the engine bench flags; returns false for a flag that is not one of them. */
 export function engineBenchFlag(a: string, value: () => string, into: EngineBenchOptions): boolean {
@@ -850,6 +865,11 @@ export function engineBenchFlag(a: string, value: () => string, into: EngineBenc
     const kind = SENDER_KINDS.find((k) => k === v);
     if (kind === undefined) throw new Error(`--sender ${SENDER_KINDS.join('|')}, not ${v}`);
     into.sender = kind;
+  } else if (a === '--reference') {
+    const v = value();
+    const kind = SCALE_REFERENCE_KINDS.find((k) => k === v);
+    if (kind === undefined) throw new Error(`--reference ${SCALE_REFERENCE_KINDS.join('|')}, not ${v}`);
+    into.reference = kind;
   } else if (a === '--scale') {
     const ns = value().split(',').map(Number);
     if (ns.some((n) => !Number.isInteger(n) || n < 1 || n > 1024)) throw new Error('--scale takes whole numbers 1-1024, comma separated');
@@ -874,9 +894,9 @@ export function engineBenchFlag(a: string, value: () => string, into: EngineBenc
   return true;
 }
 
-runIfMain(import.meta.url, 'bench/engine', async () => {
+/** This script's command line: `--only engine|scale` and the engine bench flags. */
+export function parseEngineBenchArgs(argv: readonly string[]): EngineBenchOptions {
   const opts: EngineBenchOptions = {};
-  const argv = process.argv.slice(2);
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i] ?? '';
     const value = (): string => {
@@ -890,6 +910,10 @@ runIfMain(import.meta.url, 'bench/engine', async () => {
       opts.parts = { engine: v === 'engine', scale: v === 'scale' };
     } else if (!engineBenchFlag(a, value, opts)) throw new Error(`unknown argument ${a}\nusage: bench/engine.ts ${ENGINE_USAGE}`);
   }
-  const r = await runEngineBench(opts);
+  return opts;
+}
+
+runIfMain(import.meta.url, 'bench/engine', async () => {
+  const r = await runEngineBench(parseEngineBenchArgs(process.argv.slice(2)));
   process.stdout.write(`\n${engineTable(r)}\n\n${JSON.stringify(r, null, 2)}\n`);
 });

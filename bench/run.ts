@@ -3,12 +3,13 @@
  *
  *   npm run bench -- [--runs N] [--only eq|loudnorm|resampler|engine|scale|drift|clockcpu|cost|lateness|failover] [--quick]
  *                    [--cache-dir DIR] [--plugin-path DIR] [--duration S] [--sender gst-shared|gst|ffmpeg] [--scale 1,8,16]
- *                    [--window S] [--packets-per-send K] [--admission] [--drift-window S] [--rounds N] [--losses N]
+ *                    [--window S] [--packets-per-send K] [--admission] [--reference ffmpeg] [--drift-window S] [--rounds N] [--losses N]
  *
  * Runs bench/dsp-eq.ts (parametriceq vs equalizer-nbands), bench/dsp-loudnorm.ts (loudnorm vs
  * ffmpeg loudnorm, with the loudness each delivers), bench/dsp-resampler.ts (the clockbridge
  * resampler vs audioresample quality=10 and ffmpeg soxr, with THD+N) and bench/engine.ts (engine ready time,
- * create -> running, REST and gRPC latency; N concurrent real-time pipelines), prints one
+ * create -> running, REST and gRPC latency; N concurrent real-time pipelines, with `--reference
+ * ffmpeg` beside one ffmpeg per pipeline doing the same job), prints one
  * markdown report and writes the whole result as JSON to bench/results/latest.json. It reports
  * ratios and never asserts a timing: the exit code is 0 unless a benchmark could not run.
  * bench/clock-drift.ts (drift): the clock bridge under +-1000 ppm callers for `--drift-window` s

@@ -1,0 +1,68 @@
+/**
+ * The scale bench's side-by-side reference: the `--reference` flag and its errors, and the one
+ * real-time rule both kinds are judged by (bench/scale-window.ts), fed with what each kind can
+ * tell (the engine's SRT, underrun and restart counts; a reference process that ended).
+ */
+import t from 'tap';
+import { ENGINE_USAGE, parseEngineBenchArgs, type EngineBenchOptions } from '../../bench/engine.js';
+import { realTimeReasons, rtpWindowSample, sweepEnd, sweepSideBySide, type JudgedPipeline } from '../../bench/scale-window.js';
+
+const parse = (...argv: string[]): EngineBenchOptions => parseEngineBenchArgs(argv);
+
+void t.test('--reference ffmpeg is read; anything else is refused, naming the flag', async (t) => {
+  t.equal(parse('--reference', 'ffmpeg').reference, 'ffmpeg');
+  t.equal(parse('--scale', '2').reference, undefined, 'no reference unless asked for');
+  t.throws(() => parse('--reference', 'gst'), /--reference ffmpeg, not gst/);
+  t.throws(() => parse('--reference', 'FFMPEG'), /--reference ffmpeg, not FFMPEG/);
+  t.throws(() => parse('--reference'), /--reference needs a value/);
+  t.match(ENGINE_USAGE, /\[--reference ffmpeg\]/);
+});
+
+const none = { senders: [] };
+const clean: JudgedPipeline = { rtpPackets: 20000, rtpGaps: 0, rtpCounterDrops: 0, rtpRatePerS: 1000, silentMs: 0, silences: 0 };
+
+void t.test('the real-time rule: every reason, for either kind', async (t) => {
+  t.same(realTimeReasons([clean, { ...clean, srtLost: 0, srtDropped: 0, underruns: 0, restarts: 0 }, { ...clean, ended: false }], none), [], 'clean: real time');
+  t.same(realTimeReasons([{ ...clean, rtpGaps: 2, rtpCounterDrops: 1 }, { ...clean, rtpGaps: 1 }], none), ["3 RTP sequence gap(s) in 2 pipeline(s) (the counter's sockets dropped 1 datagram(s))"]);
+  t.same(realTimeReasons([clean, { ...clean, rtpRatePerS: 979 }], none), ['1 pipeline(s) off 1000 RTP packets/s by > 2 % (min 979/s)']);
+  t.same(realTimeReasons([{ ...clean, rtpRatePerS: 1020 }, { ...clean, rtpRatePerS: 980 }], none), [], '2 % either way is still real time');
+  t.same(realTimeReasons([{ ...clean, silences: 2, silentMs: 30 }, { ...clean, silences: 1, silentMs: 12 }], none), ['inserted silence in 2 pipeline(s) (42 ms in all, at most 30 ms in one)']);
+  t.same(realTimeReasons([{ ...clean, srtLost: 3, srtDropped: 1, underruns: 2, restarts: 1 }], none), ['2 underrun(s) in 1 pipeline(s)', '3 SRT packet(s) lost', '1 SRT packet(s) dropped', '1 child restart(s)']);
+  t.same(realTimeReasons([{ ...clean, restarts: 2 }], { senders: [], restartsSaid: ['2x "child exited"'] }), ['2 child restart(s) (the engine said: 2x "child exited")']);
+  t.same(realTimeReasons([{ ...clean, srtLost: -5 }], none), [], 'a counter that went back (a restarted child) is not a loss');
+  t.same(
+    realTimeReasons([{ ...clean, ended: true, lastError: 'Connection setup failure' }, clean], { senders: [{ alive: false, lastError: '' }, { alive: true, lastError: 'x' }] }),
+    ['1 pipeline process(es) ended before the window did ("Connection setup failure")', '1 sender process(es) ended before the window did'],
+  );
+});
+
+void t.test("a pipeline's RTP figures from the counter's snapshot", async (t) => {
+  const snapshot = { windowS: 20, sockets: [{ port: 5000, packets: 20000, gaps: 1, drops: 0, silent_frames: 480, silences: 1, longest_silence: 480 }] };
+  t.same(rtpWindowSample(snapshot, 5000), { rtpPackets: 20000, rtpGaps: 1, rtpCounterDrops: 0, rtpRatePerS: 1000, silentMs: 10, silences: 1 });
+  t.same(rtpWindowSample(snapshot, 5002), { rtpPackets: 0, rtpGaps: 0, rtpCounterDrops: 0, rtpRatePerS: 0, silentMs: 0, silences: 0 }, 'no socket: nothing received');
+});
+
+void t.test('side by side, each kind stops at its own first N that is not real time, the other goes on', async (t) => {
+  const ns = [1, 8, 16, 24, 32];
+  const calls: string[] = [];
+  const kind = (name: string, lastRealTime: number) => async (n: number) => {
+    calls.push(`${name} ${n}`);
+    return { n, realTime: n <= lastRealTime };
+  };
+  const r = await sweepSideBySide(ns, kind('engine', 24), kind('ffmpeg', 8));
+  t.same(calls, ['engine 1', 'ffmpeg 1', 'engine 8', 'ffmpeg 8', 'engine 16', 'ffmpeg 16', 'engine 24', 'engine 32'], 'the reference stopped at 16, the engine went on');
+  t.same(sweepEnd(r.first, ns), { largestRealTimeN: 24, stoppedEarly: false }, 'the engine reached the last N (not real time there)');
+  t.same(sweepEnd(r.second, ns), { largestRealTimeN: 8, stoppedEarly: true });
+
+  calls.length = 0;
+  const both = await sweepSideBySide(ns, kind('engine', 1), kind('ffmpeg', 1));
+  t.same(calls, ['engine 1', 'ffmpeg 1', 'engine 8', 'ffmpeg 8'], 'both stopped: the sweep ends');
+  t.same(sweepEnd(both.first, ns), { largestRealTimeN: 1, stoppedEarly: true });
+
+  calls.length = 0;
+  const alone = await sweepSideBySide(ns, kind('engine', 100), null);
+  t.same(calls, ns.map((n) => `engine ${n}`), 'no reference: the engine alone, every N');
+  t.same(alone.second, []);
+  t.same(sweepEnd(alone.first, ns), { largestRealTimeN: 32, stoppedEarly: false });
+  t.same(sweepEnd([{ n: 1, realTime: false }], ns), { largestRealTimeN: 0, stoppedEarly: true }, 'none real time: 0');
+});
