@@ -159,9 +159,7 @@ export interface ScalePipelineSample extends RtpWindowSample {
   /** the clock bridge's underruns in the window, and the sender drift it reports at the end, ppm */
   underruns: number;
   driftPpm: number;
-  /** the drift it reported every 10 s from 60 s after its sender started, and at the end, ppm */
-  driftRangePpm: { min: number; max: number };
-  /** those readings: [s since its sender started, ppm] */
+  /** the drift it reported every 10 s from 60 s after its sender started: [s since then, ppm] */
   driftSeries: [number, number][];
 }
 
@@ -587,7 +585,6 @@ async function scaleStep(s: Settings, root: string, n: number, rig: ScaleRig): P
         restarts: d('audio_engine_pipeline_restarts_total'),
         underruns: d('audio_engine_pipeline_jitter_buffer_underruns_total'),
         driftPpm: value(m1, 'audio_engine_pipeline_input_clock_drift_ppm', p.id),
-        driftRangePpm: ((ds) => ({ min: Math.min(...ds), max: Math.max(...ds) }))([...(drifts.get(p.id) ?? []).map(([, v]) => v), value(m1, 'audio_engine_pipeline_input_clock_drift_ppm', p.id)]),
         driftSeries: drifts.get(p.id) ?? [],
       };
     });
@@ -622,6 +619,8 @@ async function scaleStep(s: Settings, root: string, n: number, rig: ScaleRig): P
       loadBefore,
       pipelines: samples,
     };
+    // every bridge's readings every 10 s, and at the end
+    const driftReadings = samples.flatMap((p) => [...p.driftSeries.map(([, v]) => v), p.driftPpm]);
     s.log(
       `scale N=${n}: ${step.realTime ? 'real time' : `NOT real time (${reasons.join('; ')})`}; per pipeline CPU median ` +
         `${step.pipelineCpuPct.median.toFixed(1)} % (max ${step.pipelineCpuPct.max.toFixed(1)} %), RSS ${step.pipelineRssMiB.median.toFixed(1)} MiB; ` +
@@ -630,7 +629,7 @@ async function scaleStep(s: Settings, root: string, n: number, rig: ScaleRig): P
         `all of it ${step.accountedPctOfMachine.toFixed(0)} % of the machine; RTP ${step.rtp.minRatePerS.toFixed(0)}-${step.rtp.maxRatePerS.toFixed(0)}/s; ` +
         `underruns ${samples.reduce((a, p) => a + p.underruns, 0)} in ${samples.filter((p) => p.underruns > 0).length} pipeline(s); ` +
         `drift ${Math.min(...samples.map((p) => p.driftPpm)).toFixed(1)}..${Math.max(...samples.map((p) => p.driftPpm)).toFixed(1)} ppm at the end, ` +
-        `${Math.min(...samples.map((p) => p.driftRangePpm.min)).toFixed(1)}..${Math.max(...samples.map((p) => p.driftRangePpm.max)).toFixed(1)} ppm ` +
+        `${Math.min(...driftReadings).toFixed(1)}..${Math.max(...driftReadings).toFixed(1)} ppm ` +
         `every 10 s from 60 s after the senders started (the senders' truth: ${((s.senderRate - 1) * 1e6).toFixed(0)} ppm against the host clock)`,
     );
     return step;

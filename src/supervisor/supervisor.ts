@@ -49,7 +49,6 @@ export interface SupervisorDeps {
   links?: LinkWatch;
 }
 
-
 /** What a station's supervisor adds to a pipeline's (all optional: a pipeline uses none). */
 export interface SupervisorOptions {
   /** Each child gets a writable stdin (see `input()`); it is ended first when the child is stopped. */

@@ -6,8 +6,10 @@
  * Silence is judged only on a tick that came on time. A tick late by more than a period means the
  * engine itself was held up (a busy host runs the pipelines' real-time threads first): the lines
  * the child wrote meanwhile are still unread in its pipe, and Node runs a late timer before it
- * reads them. Judged then, a child that was fine was killed ("no statistics for 6.7 s" with 24
- * pipelines and their senders on 2 cores). The tick after, the pipe has been read.
+ * reads them, and judged then a child that is fine looks silent. (With 24 pipelines and their
+ * senders on 2 cores the watchdog killed children "no statistics for 6.7 s" while the engine
+ * itself was short of CPU; whether those children or the engine were the late ones was not
+ * recorded.) The tick after, the pipe has been read.
  */
 
 /** How much longer the watchdog waits for statistics while the host is overloaded (capacity/). */
