@@ -5,7 +5,14 @@
  * CPU. The RTP that comes out is judged by its audio: bench/rtp-counter.c (one C process for all
  * receivers, at nice -10 so that it is not the one that falls behind) counts every run of 8 or
  * more all-zero L24 frames as inserted silence, and sequence gaps. None may appear, and the
- * engine's own view must agree (no underrun, no inserted silence in the window).
+ * engine's own view must agree: no underrun and no inserted silence in the window.
+ *
+ * The senders stand for the contribution encoders elsewhere in the plant, which this host's load
+ * does not reach: they run SCHED_FIFO 1 (`chrt`), so the load holds up only the engine. Left at
+ * SCHED_OTHER beside the busy loops, their live AAC encoding falls behind: in each of 5 runs of
+ * this test so, 1 to 8 of the 8 pipelines inserted silence (13 ms to 5.6 s a pipeline), which the
+ * engine logged as holes of up to 884 ms where "the input was late". With the senders at SCHED_FIFO 1 and the
+ * engine as it is (its libsrt threads still SCHED_OTHER), no underrun in the runs made.
  */
 import path from 'node:path';
 import t from 'tap';
@@ -20,6 +27,8 @@ const PIPELINES = 8;
 const SETTLE_S = 15; // the bridges start and learn their input's pattern before the load
 const WINDOW_S = 60;
 const SEND_S = SETTLE_S + WINDOW_S + 20;
+/** How the senders run: real time, out of the load's reach (see the header). */
+const SENDER_SCHEDULING = ['chrt', '--fifo', '1'];
 
 void t.test(`${PIPELINES} pipelines beside two busy loops for ${WINDOW_S} s: no inserted silence, no gap`, async (t) => {
   const engine = await startEngine(t);
@@ -40,7 +49,7 @@ void t.test(`${PIPELINES} pipelines beside two busy loops for ${WINDOW_S} s: no 
     await waitForPipeline(engine, res.body.id, isRunning, 'running');
     return { id: res.body.id, srtPort, outPort };
   }));
-  const senders = pipelines.map(({ srtPort }, i) => sendSine({ port: srtPort, amplitude: 0.5, frequency: 440 + 110 * i, seconds: SEND_S }));
+  const senders = pipelines.map(({ srtPort }, i) => sendSine({ via: SENDER_SCHEDULING, port: srtPort, amplitude: 0.5, frequency: 440 + 110 * i, seconds: SEND_S }));
   for (const sender of senders) t.teardown(() => sender.stop());
   await new Promise((resolve) => setTimeout(resolve, SETTLE_S * 1000));
 
@@ -64,16 +73,14 @@ void t.test(`${PIPELINES} pipelines beside two busy loops for ${WINDOW_S} s: no 
     t.comment(`${p.id}: ${rtp.packets} packets in ${snapshot.windowS.toFixed(1)} s, ${rtp.silences} silent run(s) (${(rtp.silent_frames / 48).toFixed(1)} ms), ` +
       `underruns ${b?.underruns} -> ${a?.underruns}, inserted silence ${b?.inserted_silence_seconds} -> ${a?.inserted_silence_seconds} s, ` +
       `drift ${a?.drift_ppm} ppm, setpoint ${a?.jitter_setpoint_seconds} s`);
-    // The goal (issue 26) is none; until it is met everywhere a miss is a todo that says what was measured.
     const silentMs = rtp.silent_frames / 48;
-    const quiet = rtp.silences === 0;
-    t.ok(quiet, `${p.id}: no inserted silence in the audio (${silentMs.toFixed(1)} ms in ${rtp.silences} run(s), longest ${(rtp.longest_silence / 48).toFixed(1)} ms)`,
-      quiet ? {} : { todo: `goal no inserted silence beside the load, measured ${silentMs.toFixed(1)} ms in ${rtp.silences} run(s): not met yet (docs/clock.md)` });
-    // What the engine says must agree with what the receiver heard.
-    t.equal(a != null && b != null && a.inserted_silence_seconds > b.inserted_silence_seconds, !quiet,
-      `${p.id}: the engine's inserted silence (${b?.inserted_silence_seconds} -> ${a?.inserted_silence_seconds} s) agrees with the receiver`);
-    t.ok(a != null && b != null && (quiet ? a.underruns === b.underruns : a.underruns > b.underruns),
-      `${p.id}: the engine's underruns (${b?.underruns} -> ${a?.underruns}) agree with the receiver`);
+    t.equal(rtp.silences, 0, `${p.id}: no inserted silence in the audio (${silentMs.toFixed(1)} ms in ${rtp.silences} run(s), longest ${(rtp.longest_silence / 48).toFixed(1)} ms)`);
+    // The engine's own account is the stricter one: it counted holes of 12 and 20 ms that the
+    // receiver did not find as 8 all-zero frames (most likely the EQ and the limiter after the
+    // bridge ringing on into a short hole).
+    t.ok(a != null && b != null && a.underruns === b.underruns, `${p.id}: no underrun (${b?.underruns} -> ${a?.underruns})`);
+    t.ok(a != null && b != null && a.inserted_silence_seconds === b.inserted_silence_seconds,
+      `${p.id}: no inserted silence in the engine's count (${b?.inserted_silence_seconds} -> ${a?.inserted_silence_seconds} s)`);
     t.equal(rtp.gaps, 0, `${p.id}: no RTP sequence gap (${rtp.drops} datagram(s) dropped at the receiver)`);
     t.ok(Math.abs(rate - 1000) <= 20, `${p.id}: ${rate.toFixed(1)} packets/s`);
     t.equal(after[i]?.input_state, 'receiving', `${p.id}: still receiving`);
