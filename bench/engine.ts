@@ -167,6 +167,8 @@ export interface ScalePipelineSample extends RtpWindowSample {
 export interface ScaleStep extends ScaleStepFigures {
   engineCpuPct: number;
   engineRssMiB: number;
+  /** s between the two scrapes the children's and the engine's CPU deltas come from (windowS: the counter's) */
+  cpuWindowS: number;
   srt: { lost: number; dropped: number };
   /** ms from the first create to every pipeline running (flowingMs: to every receiver getting packets) */
   startAllMs: number;
@@ -555,7 +557,11 @@ async function scaleStep(s: Settings, root: string, n: number, rig: ScaleRig): P
     await sleep(s.settleS * 1000);
 
     // the window
-    const m0 = await engine.metrics();
+    // The children's and the engine's CPU are read by the engine when it answers a scrape: their
+    // deltas span from this scrape to the one after the window, which on a saturated host can
+    // be seconds longer than the counter's window (each scrape's time is its call's midpoint).
+    const scrape0 = await timedScrape(engine);
+    const m0 = scrape0.table;
     const rigWindow = await openRigWindow(senders.map((x) => x.pid), counters);
     // the drift each bridge reports, every 10 s once it has had 60 s of the sender (its estimate's
     // settling time, docs/elements-clockbridge.md)
@@ -569,14 +575,16 @@ async function scaleStep(s: Settings, root: string, n: number, rig: ScaleRig): P
       for (const p of pipelines) drifts.get(p.id)?.push([at, value(m, 'audio_engine_pipeline_input_clock_drift_ppm', p.id)]);
     }
     const win = await rigWindow.close();
-    const m1 = await engine.metrics();
+    const scrape1 = await timedScrape(engine);
+    const m1 = scrape1.table;
     const windowS = win.windowS;
+    const cpuWindowS = (scrape1.atMs - scrape0.atMs) / 1000;
 
     const samples: ScalePipelineSample[] = pipelines.map((p) => {
       const d = (name: string): number => value(m1, name, p.id) - value(m0, name, p.id);
       return {
         id: p.id,
-        cpuPct: (100 * d('audio_engine_pipeline_child_cpu_seconds_total')) / windowS,
+        cpuPct: (100 * d('audio_engine_pipeline_child_cpu_seconds_total')) / cpuWindowS,
         rssMiB: value(m1, 'audio_engine_pipeline_child_resident_memory_bytes', p.id) / 2 ** 20,
         ...rtpWindowSample(win.snapshot, p.rtpPort),
         srtLost: d('audio_engine_pipeline_srt_packets_lost_total'),
@@ -595,13 +603,14 @@ async function scaleStep(s: Settings, root: string, n: number, rig: ScaleRig): P
     const cpu = samples.map((p) => p.cpuPct);
     const pipelineRssMiB = spread(samples.map((p) => p.rssMiB));
     const senderSum = win.senderCpuPct;
-    const engineCpuPct = (100 * (value(m1, 'audio_engine_process_cpu_seconds_total') - value(m0, 'audio_engine_process_cpu_seconds_total'))) / windowS;
+    const engineCpuPct = (100 * (value(m1, 'audio_engine_process_cpu_seconds_total') - value(m0, 'audio_engine_process_cpu_seconds_total'))) / cpuWindowS;
     const { receiversCpuPct, benchCpuPct } = win;
     const pipelineCpuPct = spread(cpu);
     const cpuSum = pipelineCpuPct.sum;
     const step: ScaleStep = {
       n,
       windowS,
+      cpuWindowS,
       realTime: reasons.length === 0,
       reasons,
       pipelineCpuPct,
@@ -623,7 +632,7 @@ async function scaleStep(s: Settings, root: string, n: number, rig: ScaleRig): P
     const driftReadings = samples.flatMap((p) => [...p.driftSeries.map(([, v]) => v), p.driftPpm]);
     s.log(
       `scale N=${n}: ${step.realTime ? 'real time' : `NOT real time (${reasons.join('; ')})`}; per pipeline CPU median ` +
-        `${step.pipelineCpuPct.median.toFixed(1)} % (max ${step.pipelineCpuPct.max.toFixed(1)} %), RSS ${step.pipelineRssMiB.median.toFixed(1)} MiB; ` +
+        `${step.pipelineCpuPct.median.toFixed(1)} % (max ${step.pipelineCpuPct.max.toFixed(1)} %) over ${cpuWindowS.toFixed(1)} s between scrapes, RSS ${step.pipelineRssMiB.median.toFixed(1)} MiB; ` +
         `engine ${step.engineCpuPct.toFixed(1)} %; senders ${step.senderCpuPct.sum.toFixed(2)} % (${step.senderCpuPct.perSender.toFixed(2)} % per pipeline, ` +
         `${senders.length} process(es)); receivers ${step.receiversCpuPct.toFixed(2)} %; bench ${step.benchCpuPct.toFixed(2)} %; ` +
         `all of it ${step.accountedPctOfMachine.toFixed(0)} % of the machine; RTP ${step.rtp.minRatePerS.toFixed(0)}-${step.rtp.maxRatePerS.toFixed(0)}/s; ` +
@@ -916,3 +925,10 @@ runIfMain(import.meta.url, 'bench/engine', async () => {
   const r = await runEngineBench(parseEngineBenchArgs(process.argv.slice(2)));
   process.stdout.write(`\n${engineTable(r)}\n\n${JSON.stringify(r, null, 2)}\n`);
 });
+
+/** A metrics scrape and when the engine read it: the midpoint of the call, performance.now() ms. */
+async function timedScrape(engine: { metrics(): Promise<MetricTable> }): Promise<{ table: MetricTable; atMs: number }> {
+  const before = performance.now();
+  const table = await engine.metrics();
+  return { table, atMs: (before + performance.now()) / 2 };
+}
