@@ -50,13 +50,11 @@
 #include "bridge.h"
 #include "failover.h"
 #include "phcclock.h"
+#include "rtguard.h"
 
 #include <gst/audio/audio.h>
 #include <gst/gst.h>
 #include <math.h>
-#include <pthread.h>
-#include <sched.h>
-#include <sys/resource.h>
 #include <string.h>
 #include <errno.h>
 #include <time.h>
@@ -74,9 +72,11 @@ GST_DEBUG_CATEGORY_STATIC (clock_bridge_debug);
 #define OUTPUT_RT_PRIORITY 10
 /* the input thread's, below the output's */
 #define INPUT_RT_PRIORITY 5
-/* a real-time thread that runs this long without blocking is a bug: the
- * kernel then ends the process (RLIMIT_RTTIME's SIGXCPU) instead of it
- * starving the host; both threads block every few ms */
+/* a real-time thread that runs this long without blocking (both threads
+ * block every few ms) gets RLIMIT_RTTIME's SIGXCPU: the guard (rtguard.c)
+ * then moves it to SCHED_OTHER instead of the signal ending the process, so
+ * it cannot starve the host; it asks for real time again once it has
+ * blocked */
 #define RT_CPU_LIMIT_US 200000
 /* input-active: a buffer arrived within this time */
 #define INPUT_ACTIVE_WINDOW (200 * GST_MSECOND)
@@ -218,6 +218,8 @@ struct _GstClockBridge
   gboolean input_rt_tried;      /* streaming thread of the sink pad */
   /* the threads run SCHED_FIFO (the message says so) */
   gboolean input_rt, output_rt;
+  /* each real-time thread's guard state, touched by that thread only */
+  RtGuardThread output_guard, input_guard, backup_guard;
 };
 
 static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE ("sink",
@@ -256,6 +258,8 @@ static GstIterator *gst_clock_bridge_no_links (GstPad * pad,
     GstObject * parent);
 static gboolean ask_realtime (GstClockBridge * self, int priority,
     const gchar * which);
+static gboolean keep_realtime (GstClockBridge * self, RtGuardThread * g,
+    gboolean was, int priority, const gchar * which);
 static GstPad *gst_clock_bridge_request_new_pad (GstElement * element,
     GstPadTemplate * templ, const gchar * name, const GstCaps * caps);
 static void gst_clock_bridge_release_pad (GstElement * element, GstPad * pad);
@@ -823,6 +827,9 @@ backup_chain (GstClockBridge * self, GstBuffer * buffer)
   if (!self->backup_rt_tried) {
     self->backup_rt_tried = TRUE;
     ask_realtime (self, INPUT_RT_PRIORITY, "backup input");
+  } else {
+    keep_realtime (self, &self->backup_guard, TRUE, INPUT_RT_PRIORITY,
+        "backup input");
   }
   g_mutex_lock (&self->lock);
   if (self->backup_flushing) {
@@ -872,6 +879,9 @@ gst_clock_bridge_chain (GstPad * pad, GstObject * parent, GstBuffer * buffer)
     self->input_rt_tried = TRUE;
     if (!self->paced)
       self->input_rt = ask_realtime (self, INPUT_RT_PRIORITY, "input");
+  } else if (!self->paced) {
+    self->input_rt = keep_realtime (self, &self->input_guard, self->input_rt,
+        INPUT_RT_PRIORITY, "input");
   }
   g_mutex_lock (&self->lock);
   if (self->sink_flushing) {
@@ -1040,27 +1050,41 @@ stop_task (GstClockBridge * self)
 /* asks SCHED_FIFO `priority` for the calling thread; refused (no
  * CAP_SYS_NICE or RLIMIT_RTPRIO, a systemd unit's RestrictRealtime=yes),
  * the thread runs as before, said once in the debug log.  Before the first
- * real-time thread, RLIMIT_RTTIME is lowered to RT_CPU_LIMIT_US (a limit
- * the process may always lower). */
+ * real-time thread the guard is installed and RLIMIT_RTTIME lowered to
+ * RT_CPU_LIMIT_US (a limit the process may always lower). */
 static gboolean
 ask_realtime (GstClockBridge * self, int priority, const gchar * which)
 {
-  struct sched_param param = {.sched_priority = priority };
-  struct rlimit rt;
   int err;
 
-  if (getrlimit (RLIMIT_RTTIME, &rt) == 0
-      && (rt.rlim_cur == RLIM_INFINITY || rt.rlim_cur > RT_CPU_LIMIT_US)) {
-    rt.rlim_cur = RT_CPU_LIMIT_US;
-    if (rt.rlim_max != RLIM_INFINITY && rt.rlim_max < rt.rlim_cur)
-      rt.rlim_cur = rt.rlim_max;
-    setrlimit (RLIMIT_RTTIME, &rt);
-  }
-  err = pthread_setschedparam (pthread_self (), SCHED_FIFO, &param);
+  rt_guard_install (RT_CPU_LIMIT_US);
+  err = rt_guard_realtime (priority);
   if (err != 0)
     GST_INFO_OBJECT (self, "%s thread stays SCHED_OTHER: %s", which,
         g_strerror (err));
   return err == 0;
+}
+
+/* The calling real-time thread's guard: moved to SCHED_OTHER since the last
+ * call (the guard wrote a line on stderr), it runs so until it has blocked,
+ * then asks for real time again.  Returns whether it runs SCHED_FIFO; cheap
+ * while nothing happened.  `was` is what the thread had. */
+static gboolean
+keep_realtime (GstClockBridge * self, RtGuardThread * g, gboolean was,
+    int priority, const gchar * which)
+{
+  switch (rt_guard_poll (g)) {
+    case RT_GUARD_DEMOTED:
+      GST_WARNING_OBJECT (self, "%s thread ran %d ms of real-time CPU without "
+          "blocking: SCHED_OTHER until it blocks", which,
+          RT_CPU_LIMIT_US / 1000);
+      return FALSE;
+    case RT_GUARD_BLOCKED_SINCE:
+      return ask_realtime (self, priority, which);
+    case RT_GUARD_FINE:
+    default:
+      return was;
+  }
 }
 
 /* The chunk the task produces next: its PTS and end (running time), when it
@@ -1274,6 +1298,9 @@ gst_clock_bridge_loop (GstPad * pad)
     self->output_rt = ask_realtime (self, OUTPUT_RT_PRIORITY, "output");
     push_head (self);
     self->sent_head = TRUE;
+  } else {
+    self->output_rt = keep_realtime (self, &self->output_guard,
+        self->output_rt, OUTPUT_RT_PRIORITY, "output");
   }
 
   g_mutex_lock (&self->lock);
@@ -1579,6 +1606,9 @@ make_bridge (GstClockBridge * self)
   self->input_rt_tried = FALSE;
   self->backup_rt_tried = FALSE;
   self->input_rt = self->output_rt = FALSE;
+  memset (&self->output_guard, 0, sizeof self->output_guard);
+  memset (&self->input_guard, 0, sizeof self->input_guard);
+  memset (&self->backup_guard, 0, sizeof self->backup_guard);
   self->have_origin = FALSE;
   self->frames_out = 0;
   self->chunk_frames = (guint) gst_util_uint64_scale (chunk, RATE, GST_SECOND);
