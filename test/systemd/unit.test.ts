@@ -85,7 +85,7 @@ void t.test('the unit carries the contract choices', async (t) => {
   // Real time for the clock bridge's threads (SCHED_FIFO 10 output, 5 input): allowed, bounded.
   t.same(setting('RestrictRealtime'), ['no'], 'RestrictRealtime=no: the output thread may run SCHED_FIFO');
   t.same(setting('LimitRTPRIO'), ['10'], 'LimitRTPRIO=10: the output thread\'s priority, and no higher');
-  t.same(setting('LimitRTTIME'), ['200ms'], 'LimitRTTIME=200ms: a spinning real-time thread is ended');
+  t.same(setting('LimitRTTIME'), ['200ms:1s'], 'LimitRTTIME=200ms:1s: SIGXCPU (the guard demotes the thread) at 200 ms, SIGKILL at 1 s');
   const rt = filters.findIndex((f) => f.split(/\s+/).includes('sched_setscheduler'));
   t.ok(rt > deny, 'sched_setscheduler (pthread_setschedparam; in @resources) put back after the ~ line');
   t.ok(filters[rt]?.split(/\s+/).includes('setrlimit'), 'setrlimit too (the element lowers RLIMIT_RTTIME)');
