@@ -172,6 +172,8 @@ export interface ScaleStep extends ScaleStepFigures {
   srt: { lost: number; dropped: number };
   /** ms from the first create to every pipeline running (flowingMs: to every receiver getting packets) */
   startAllMs: number;
+  /** real-time threads the clock bridge's guard moved to SCHED_OTHER during the step, by thread name */
+  rtDemotions: Record<string, number>;
   pipelines: ScalePipelineSample[];
 }
 
@@ -512,6 +514,16 @@ function restartsSaid(engine: BenchEngine, samples: readonly ScalePipelineSample
   return [...counts].sort((a, b) => b[1] - a[1]).slice(0, 3).map(([m, c]) => `${c}x "${m}"`);
 }
 
+/** The clock bridge's guard lines on the children's stderr ("clockbridge: thread b:src (tid …) used 200 ms of real-time CPU …"), counted by thread name. */
+function rtDemotionsSaid(engine: BenchEngine): Record<string, number> {
+  const counts: Record<string, number> = {};
+  for (const l of engine.logs) {
+    const m = /clockbridge: thread (.+?) \(tid \d+\) used \d+ ms of real-time CPU without blocking/.exec(l.msg);
+    if (m?.[1] !== undefined) counts[m[1]] = (counts[m[1]] ?? 0) + 1;
+  }
+  return counts;
+}
+
 async function scaleStep(s: Settings, root: string, n: number, rig: ScaleRig): Promise<ScaleStep> {
   const engine = await BenchEngine.spawn({
     dir: path.join(root, `scale-${n}`),
@@ -626,8 +638,10 @@ async function scaleStep(s: Settings, root: string, n: number, rig: ScaleRig): P
       startAllMs,
       flowingMs,
       loadBefore,
+      rtDemotions: rtDemotionsSaid(engine),
       pipelines: samples,
     };
+    const demoted = Object.entries(step.rtDemotions).map(([thread, c]) => `${c}x ${thread}`);
     // every bridge's readings every 10 s, and at the end
     const driftReadings = samples.flatMap((p) => [...p.driftSeries.map(([, v]) => v), p.driftPpm]);
     s.log(
@@ -637,6 +651,7 @@ async function scaleStep(s: Settings, root: string, n: number, rig: ScaleRig): P
         `${senders.length} process(es)); receivers ${step.receiversCpuPct.toFixed(2)} %; bench ${step.benchCpuPct.toFixed(2)} %; ` +
         `all of it ${step.accountedPctOfMachine.toFixed(0)} % of the machine; RTP ${step.rtp.minRatePerS.toFixed(0)}-${step.rtp.maxRatePerS.toFixed(0)}/s; ` +
         `underruns ${samples.reduce((a, p) => a + p.underruns, 0)} in ${samples.filter((p) => p.underruns > 0).length} pipeline(s); ` +
+        `real-time threads demoted: ${demoted.length > 0 ? demoted.join(', ') : 'none'}; ` +
         `drift ${Math.min(...samples.map((p) => p.driftPpm)).toFixed(1)}..${Math.max(...samples.map((p) => p.driftPpm)).toFixed(1)} ppm at the end, ` +
         `${Math.min(...driftReadings).toFixed(1)}..${Math.max(...driftReadings).toFixed(1)} ppm ` +
         `every 10 s from 60 s after the senders started (the senders' truth: ${((s.senderRate - 1) * 1e6).toFixed(0)} ppm against the host clock)`,
