@@ -1030,6 +1030,8 @@ post_stats (GstClockBridge * self, const ClockBridgeStats * st,
        * (the input's is known from its first buffer on) */
       "output-realtime", G_TYPE_BOOLEAN, self->output_rt,
       "input-realtime", G_TYPE_BOOLEAN, self->input_rt,
+      /* real-time threads of this process the guard moved to SCHED_OTHER */
+      "realtime-demotions", G_TYPE_UINT64, (guint64) rt_guard_demotions (),
       /* the FIFO's average fill is the average time a frame spends in it;
        * after it, the steps' own latency (a look-ahead); the chunk leaves
        * when read */
