@@ -101,6 +101,8 @@ export function registerPipelineMetrics(registry: Registry, pipelines: Supervise
     bridge((c) => c.fillSeconds));
   counter('audio_engine_pipeline_jitter_buffer_underruns_total', 'Times the jitter buffer ran empty (silence sent), once per episode, since the pipeline was loaded (all children).', ['pipeline_id'],
     (id, s) => [[{ pipeline_id: id }, s.counts().bridgeUnderruns]]);
+  counter('audio_engine_pipeline_realtime_demotions_total', 'Real-time threads (clock bridge output or input) that ran 200 ms of CPU without blocking and were moved to SCHED_OTHER instead of the child being ended, since the pipeline was loaded (all children): a host too short of CPU for its pipelines, or a spinning element.', ['pipeline_id'],
+    (id, s) => [[{ pipeline_id: id }, s.counts().bridgeRealtimeDemotions]]);
   counter('audio_engine_pipeline_inserted_silence_seconds_total', 'Silence the output carried while the input had audio that came late (an underrun the input came back from within 1 s), seconds since the pipeline was loaded (all children): dead air the engine caused, not the sender.', ['pipeline_id'],
     (id, s) => [[{ pipeline_id: id }, s.counts().bridgeInsertedSilence]]);
   counter('audio_engine_pipeline_jitter_buffer_overruns_total', 'Times the jitter buffer overflowed (input dropped) since the pipeline was loaded (all children).', ['pipeline_id'],

@@ -102,6 +102,11 @@ export interface ClockBridgeEvent {
   outputRealtime?: boolean;
   /** The input thread runs SCHED_FIFO (priority 5): false before its first buffer and for a paced input; undefined when not said. */
   inputRealtime?: boolean;
+  /**
+   * Real-time threads of the child that the element's guard moved to SCHED_OTHER (each ran 200 ms
+   * of CPU without blocking), since the child started; undefined from an element without the guard.
+   */
+  realtimeDemotions?: number;
   /** The failover state (active input, selection, each input's health); undefined from an element without it. */
   failover?: FailoverState;
 }
@@ -262,6 +267,7 @@ export function parseLine(line: string): StatsEvent | undefined {
       const runningTime = num(structure, 'running-time');
       const outputRealtime = structure.fields.get('output-realtime');
       const inputRealtime = structure.fields.get('input-realtime');
+      const realtimeDemotions = num(structure, 'realtime-demotions');
       return {
         kind: 'clockbridge',
         element,
@@ -275,6 +281,7 @@ export function parseLine(line: string): StatsEvent | undefined {
         // since the element's real-time threads; absent (or not a boolean) = unknown
         ...(typeof outputRealtime === 'boolean' ? { outputRealtime } : {}),
         ...(typeof inputRealtime === 'boolean' ? { inputRealtime } : {}),
+        ...(realtimeDemotions === undefined ? {} : { realtimeDemotions }),
         ...failoverState(structure),
       };
     }

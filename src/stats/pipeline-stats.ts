@@ -98,16 +98,18 @@ export interface PipelineCounts {
   bridgeOverruns: number;
   /** Silence the clock bridge inserted while the input was late (came back within 1 s), seconds. */
   bridgeInsertedSilence: number;
+  /** Real-time threads the clock bridge's guard moved to SCHED_OTHER. */
+  bridgeRealtimeDemotions: number;
 }
 
 type CountName = keyof PipelineCounts;
 const COUNT_NAMES: readonly CountName[] = [
   'srtPacketsReceived', 'srtPacketsLost', 'srtPacketsRetransmitted', 'srtPacketsDropped', 'srtBytesReceived', 'outputPackets', 'outputBytes',
-  'bridgeUnderruns', 'bridgeOverruns', 'bridgeInsertedSilence',
+  'bridgeUnderruns', 'bridgeOverruns', 'bridgeInsertedSilence', 'bridgeRealtimeDemotions',
 ];
 const zeroCounts = (): PipelineCounts => ({
   srtPacketsReceived: 0, srtPacketsLost: 0, srtPacketsRetransmitted: 0, srtPacketsDropped: 0, srtBytesReceived: 0, outputPackets: 0, outputBytes: 0,
-  bridgeUnderruns: 0, bridgeOverruns: 0, bridgeInsertedSilence: 0,
+  bridgeUnderruns: 0, bridgeOverruns: 0, bridgeInsertedSilence: 0, bridgeRealtimeDemotions: 0,
 });
 
 /** The current values of one loudness step (LoudnessEvent without kind and element). */
@@ -327,6 +329,8 @@ export class PipelineStats {
     if (Number.isFinite(event.overruns) && event.overruns >= this.current.bridgeOverruns) this.current.bridgeOverruns = event.overruns;
     const inserted = event.insertedSilenceSeconds;
     if (Number.isFinite(inserted) && inserted >= this.current.bridgeInsertedSilence) this.current.bridgeInsertedSilence = inserted;
+    const demoted = event.realtimeDemotions;
+    if (demoted !== undefined && Number.isFinite(demoted) && demoted >= this.current.bridgeRealtimeDemotions) this.current.bridgeRealtimeDemotions = demoted;
   }
 
   /** Every count summed over the pipeline's life. */

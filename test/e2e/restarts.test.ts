@@ -37,7 +37,7 @@ const PER_PIPELINE = [
   'audio_engine_pipeline_buffer_fill_ratio', 'audio_engine_pipeline_output_packets_total', 'audio_engine_pipeline_output_bytes_total',
   'audio_engine_pipeline_realtime_ratio', 'audio_engine_pipeline_input_clock_drift_ppm', 'audio_engine_pipeline_jitter_buffer_seconds',
   'audio_engine_pipeline_jitter_buffer_underruns_total', 'audio_engine_pipeline_jitter_buffer_overruns_total', 'audio_engine_pipeline_latency_seconds',
-  'audio_engine_pipeline_inserted_silence_seconds_total', 'audio_engine_pipeline_output_realtime',
+  'audio_engine_pipeline_inserted_silence_seconds_total', 'audio_engine_pipeline_output_realtime', 'audio_engine_pipeline_realtime_demotions_total',
   // Failover (docs/failover.md): the main input's series exist for every pipeline.
   'audio_engine_pipeline_active_input', 'audio_engine_pipeline_input_connected', 'audio_engine_pipeline_input_level_dbfs',
   'audio_engine_pipeline_input_silence_seconds', 'audio_engine_pipeline_output_silence_seconds',

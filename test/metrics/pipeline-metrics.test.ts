@@ -166,13 +166,23 @@ void t.test('scrapes at the same time see the same child CPU, not the sum of bot
   }
 });
 
-void t.test('audio_engine_pipeline_output_realtime: 1 SCHED_FIFO, 0 refused, NaN unknown', async (t) => {
-  const p = pipeline('pl_rt');
+/** One pipeline in its own registry, a reader of one of its series, and the fixture's clock bridge report. */
+function oneSeries(id: string, metric: string): {
+  p: ReturnType<typeof pipeline>;
+  registry: ReturnType<typeof createMetrics>;
+  read: () => Promise<number | undefined>;
+  bridge: Extract<StatsEvent, { kind: 'clockbridge' }>;
+} {
+  const p = pipeline(id);
   const registry = createMetrics({ entries: () => [p] }, '0.0.0');
-  const name = key('output_realtime', 'pl_rt');
-  const read = async (): Promise<number | undefined> => seriesOf(await registry.metrics(), 'pl_rt').get(name);
+  const name = key(metric, id);
   const bridge = intervals[1]?.find((e) => e.kind === 'clockbridge');
   if (bridge?.kind !== 'clockbridge') throw new Error('no clockbridge report in the fixture');
+  return { p, registry, read: async () => seriesOf(await registry.metrics(), id).get(name), bridge };
+}
+
+void t.test('audio_engine_pipeline_output_realtime: 1 SCHED_FIFO, 0 refused, NaN unknown', async (t) => {
+  const { p, registry, read, bridge } = oneSeries('pl_rt', 'output_realtime');
   t.ok(Number.isNaN(await read()), 'NaN before any report');
   p.supervisor.stats.childStarted();
   p.supervisor.stats.apply(bridge, 1000);
@@ -184,4 +194,19 @@ void t.test('audio_engine_pipeline_output_realtime: 1 SCHED_FIFO, 0 refused, NaN
   p.supervisor.stats.childEnded();
   t.ok(Number.isNaN(await read()), 'NaN without a running child');
   t.match(await registry.metrics(), /^# TYPE audio_engine_pipeline_output_realtime gauge$/m);
+});
+
+void t.test('audio_engine_pipeline_realtime_demotions_total: the guard\'s demotions, summed over children', async (t) => {
+  const { p, registry, read, bridge } = oneSeries('pl_demoted', 'realtime_demotions_total');
+  t.equal(await read(), 0, '0 before any report: a counter is kept');
+  p.supervisor.stats.childStarted();
+  p.supervisor.stats.apply(bridge, 1000);
+  t.equal(await read(), 0, 'an element without the field: none');
+  p.supervisor.stats.apply({ ...bridge, realtimeDemotions: 1 }, 2000);
+  t.equal(await read(), 1, 'one thread demoted');
+  p.supervisor.stats.childEnded();
+  p.supervisor.stats.childStarted();
+  p.supervisor.stats.apply({ ...bridge, realtimeDemotions: 2 }, 3000);
+  t.equal(await read(), 3, 'the next child adds to the first');
+  t.match(await registry.metrics(), /^# TYPE audio_engine_pipeline_realtime_demotions_total counter$/m);
 });

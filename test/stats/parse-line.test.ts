@@ -170,3 +170,13 @@ void t.test('clockbridge: output-realtime and input-realtime, unknown when absen
   const odd = parseLine(granted.replace('output-realtime=(boolean)true', 'output-realtime=(string)yes'));
   t.ok(odd !== undefined && !('outputRealtime' in odd), 'not a boolean: unknown, the rest of the message stands');
 });
+
+void t.test('clockbridge: realtime-demotions, absent from an element without the guard', async (t) => {
+  // Captured from the built element (gst-launch-1.0 -m, audiotestsrc is-live ! clockbridge name=bridge
+  // interval=20000000 ! two spectrum analysers ! fakesink, as root): its output thread, always late,
+  // was demoted by the guard after 200 ms of real-time CPU.
+  const demoted = 'Got message #78 from element "bridge" (element): clockbridge, running-time=(guint64)261380676, drift-ppm=(double)0.15586217941995439, fill=(double)0.031132989862942776, target=(double)0.02, setpoint=(double)0.031124252000000002, underruns=(guint64)0, overruns=(guint64)0, input-active=(boolean)true, input-frames=(guint64)173056, inserted-silence=(double)0, last-underrun=(double)0, output-realtime=(boolean)false, input-realtime=(boolean)true, realtime-demotions=(guint64)1, latency=(double)0.051132989862942776, ratio=(double)1.0000053985799451, active-input=(string)main, selection=(string)auto, main-connected=(boolean)true, main-level=(double)-26.372513647328176, main-silent=(double)0, output-silent=(double)0;';
+  t.match(parseLine(demoted), { kind: 'clockbridge', outputRealtime: false, inputRealtime: true, realtimeDemotions: 1 });
+  const without = parseLine(demoted.replace(' realtime-demotions=(guint64)1,', ''));
+  t.ok(without !== undefined && !('realtimeDemotions' in without), 'no field: absent, the message still parses');
+});

@@ -33,7 +33,7 @@ void t.test('before any report every value reads "no signal" and every count 0',
   t.same(stats.loudnessSteps().map(([name, v]) => [name, v.inputMomentary, v.gain]), [['step0', NO_SIGNAL_DB, 0], ['step2', NO_SIGNAL_DB, 0]]);
   t.same(stats.srtNow(), { connected: false, rttMs: 0, receiveRateMbps: 0 });
   t.equal(stats.bufferFill(), undefined, 'the buffer\'s fill is unknown');
-  t.same(Object.values(stats.counts()), [0, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+  t.same(Object.values(stats.counts()), [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
   t.equal(new PipelineStats(1000, { loudnessSteps: [], srtInput: false }).srtNow(), undefined, 'a stdin input has no SRT values at all');
 });
 
@@ -78,6 +78,22 @@ void t.test('counts are summed over children and never go down; a dead child lea
   feed(stats, run, 100_000);
   t.equal(stats.counts().outputPackets, 2 * last.output.packets, 'the second child adds to the first');
   t.equal(stats.counts().srtBytesReceived, 2 * srtBytes);
+});
+
+void t.test('real-time demotions: counted per child, summed over children; an element without the field counts none', async (t) => {
+  const stats = new PipelineStats(1000, { loudnessSteps: [], srtInput: true });
+  const demoted = (n: number | undefined): StatsEvent => ({ ...bridgeReport(48_000), ...(n === undefined ? {} : { realtimeDemotions: n }) });
+  stats.childStarted();
+  stats.apply(demoted(undefined), 0);
+  t.equal(stats.counts().bridgeRealtimeDemotions, 0, 'no field: none');
+  stats.apply(demoted(1), 1000);
+  stats.apply(demoted(2), 2000);
+  stats.apply(demoted(2), 3000);
+  t.equal(stats.counts().bridgeRealtimeDemotions, 2, 'the element\'s count since the child started');
+  stats.childEnded();
+  stats.childStarted();
+  stats.apply(demoted(1), 4000);
+  t.equal(stats.counts().bridgeRealtimeDemotions, 3, 'the next child adds to the first');
 });
 
 void t.test('a count that goes down within a child (a new SRT connection) starts a new run, not a dip', async (t) => {
