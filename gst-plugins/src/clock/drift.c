@@ -283,11 +283,35 @@ check_step (ClockDrift * d, const ClockDriftPoint * env)
   }
 }
 
-static void
-close_bin (ClockDrift * d)
+/* Takes an arrival (tt, o) into a block `width` s long; 1 when it closed
+ * the block before it first, that block's earliest point in *closed. */
+static int
+block_take (ClockDriftBlock * b, double width, double tt, double o,
+    ClockDriftPoint * closed)
 {
-  d->cur.seg = d->seg;
-  d->bins[d->next] = d->cur;
+  int done = b->open && tt - b->t0 >= width;
+
+  if (done) {
+    *closed = b->min;
+    b->open = 0;
+  }
+  if (!b->open) {
+    b->t0 = tt;
+    b->min.t = tt;
+    b->min.o = o;
+    b->open = 1;
+  } else if (o < b->min.o) {
+    b->min.t = tt;
+    b->min.o = o;
+  }
+  return done;
+}
+
+static void
+close_bin (ClockDrift * d, ClockDriftPoint p)
+{
+  p.seg = d->seg;
+  d->bins[d->next] = p;
   d->next = (d->next + 1) % CLOCK_DRIFT_BINS;
   if (d->n < CLOCK_DRIFT_BINS)
     d->n++;
@@ -344,11 +368,149 @@ close_bin (ClockDrift * d)
   }
 }
 
+/* ---- the long view (the reported drift; drift.h) ---------------------- */
+
+static const ClockDriftPoint *
+long_at (const ClockDrift * d, unsigned k)
+{
+  unsigned first = (d->lnext + CLOCK_DRIFT_LONG_POINTS - d->ln) %
+      CLOCK_DRIFT_LONG_POINTS;
+
+  return &d->lpts[(first + k) % CLOCK_DRIFT_LONG_POINTS];
+}
+
+static void
+long_forget (ClockDrift * d)
+{
+  d->ln = d->lnext = d->lseg = d->ldisagree = 0;
+  d->lblock.open = d->lfitted = 0;
+  d->lb = d->lspan = 0.0;
+}
+
+/* Is point p of run r (the last fit's run means) within the rejection
+ * bound of the last fit's line?  Every point is, before the first fit. */
+static int
+long_kept (const ClockDrift * d, int fitted, double b, unsigned r,
+    const ClockDriftPoint * p)
+{
+  return !fitted || p->o - (d->lom[r] + b * (p->t - d->ltm[r])) <=
+      CLOCK_DRIFT_LONG_REJECT_S;
+}
+
+/* One slope, an intercept per run of one segment, through the blocks;
+ * twice refitted without the late ones. */
+static void
+long_fit (ClockDrift * d)
+{
+  unsigned char keep[CLOCK_DRIFT_LONG_POINTS];
+  double b = 0.0;
+  int fitted = 0;
+
+  for (int pass = 0; pass < 3; pass++) {
+    double sxx = 0.0, sxy = 0.0;
+    unsigned used = 0, r = 0, k = 0;
+    while (k < d->ln) {
+      unsigned seg = long_at (d, k)->seg, j = k, n = 0;
+      double st = 0.0, so = 0.0, tm, om;
+      while (j < d->ln && long_at (d, j)->seg == seg)
+        j++;
+      for (unsigned i = k; i < j; i++) {
+        keep[i] = long_kept (d, fitted, b, r, long_at (d, i));
+        n += keep[i];
+      }
+      /* a run whose every block was late keeps them all */
+      if (n == 0)
+        memset (keep + k, 1, j - k);
+      n = 0;
+      for (unsigned i = k; i < j; i++) {
+        if (keep[i]) {
+          st += long_at (d, i)->t;
+          so += long_at (d, i)->o;
+          n++;
+        }
+      }
+      tm = st / n;
+      om = so / n;
+      for (unsigned i = k; i < j; i++) {
+        const ClockDriftPoint *p = long_at (d, i);
+        if (keep[i]) {
+          sxx += (p->t - tm) * (p->t - tm);
+          sxy += (p->t - tm) * (p->o - om);
+          used++;
+        }
+      }
+      d->ltm[r] = tm;
+      d->lom[r] = om;
+      r++;
+      k = j;
+    }
+    if (used < 3 || sxx <= 0.0)
+      break;
+    b = sxy / sxx;
+    fitted = 1;
+  }
+  d->lfitted = fitted;
+  d->lb = b;
+  d->lspan = d->ln > 1 ? long_at (d, d->ln - 1)->t - long_at (d, 0)->t : 0.0;
+}
+
+/* A block closed: its earliest point joins the long view, in a segment of
+ * its own after an offset step (off the slope by more than
+ * CLOCK_DRIFT_LONG_STEP_S from the block before it). */
+static void
+long_close_block (ClockDrift * d, ClockDriftPoint p)
+{
+  if (d->ln > 0) {
+    const ClockDriftPoint *q = long_at (d, d->ln - 1);
+    double b = d->lfitted ? d->lb : d->b;
+    if (fabs ((p.o - q->o) - b * (p.t - q->t)) > CLOCK_DRIFT_LONG_STEP_S)
+      d->lseg++;
+  }
+  p.seg = d->lseg;
+  d->lpts[d->lnext] = p;
+  d->lnext = (d->lnext + 1) % CLOCK_DRIFT_LONG_POINTS;
+  if (d->ln < CLOCK_DRIFT_LONG_POINTS)
+    d->ln++;
+  long_fit (d);
+  /* a rate step the line took for an offset step: the two disagree */
+  if (d->lfitted && d->ln >= CLOCK_DRIFT_LONG_AGREE_BLOCKS
+      && fabs (d->lb - d->b) > CLOCK_DRIFT_LONG_AGREE) {
+    if (++d->ldisagree >= CLOCK_DRIFT_LONG_AGREE_BLOCKS) {
+      long_forget (d);
+      d->lforgets++;
+    }
+  } else {
+    d->ldisagree = 0;
+  }
+}
+
+/* An arrival at tt with offset o, after the line took it: the long view
+ * follows the line's stream (a restart of the line is a new one for it
+ * too) and takes blocks only while the line is ready (not the start-up
+ * backlog, nor a starved input). */
+static void
+long_note (ClockDrift * d, double tt, double o)
+{
+  ClockDriftPoint closed;
+
+  if (d->restarts != d->lrestarts) {
+    long_forget (d);
+    d->lrestarts = d->restarts;
+  }
+  if (!clock_drift_ready (d)) {
+    d->lblock.open = 0;
+    return;
+  }
+  if (block_take (&d->lblock, CLOCK_DRIFT_LONG_BLOCK_S, tt, o, &closed))
+    long_close_block (d, closed);
+}
+
 void
 clock_drift_note (ClockDrift * d, double t, unsigned long frames,
     unsigned rate)
 {
   double tt, o;
+  ClockDriftPoint closed;
 
   if (!d->have_t0) {
     d->t0 = t;
@@ -357,19 +519,9 @@ clock_drift_note (ClockDrift * d, double t, unsigned long frames,
   d->y += (double) frames / rate;
   tt = t - d->t0;
   o = tt - d->y;
-  if (d->have_cur && tt - d->bin_t0 >= CLOCK_DRIFT_BIN_S) {
-    close_bin (d);
-    d->have_cur = 0;
-  }
-  if (!d->have_cur) {
-    d->bin_t0 = tt;
-    d->cur.t = tt;
-    d->cur.o = o;
-    d->have_cur = 1;
-  } else if (o < d->cur.o) {
-    d->cur.t = tt;
-    d->cur.o = o;
-  }
+  if (block_take (&d->bin, CLOCK_DRIFT_BIN_S, tt, o, &closed))
+    close_bin (d, closed);
+  long_note (d, tt, o);
 }
 
 int
@@ -386,4 +538,17 @@ clock_drift_rate (const ClockDrift * d)
 {
   /* o = t - y falls by d per second for a sender at (1 + d) */
   return -d->b;
+}
+
+int
+clock_drift_long_ready (const ClockDrift * d)
+{
+  return d->lfitted && d->lspan >= CLOCK_DRIFT_LONG_MIN_S
+      && fabs (d->lb) <= CLOCK_DRIFT_MAX_RATE;
+}
+
+double
+clock_drift_report_rate (const ClockDrift * d)
+{
+  return clock_drift_long_ready (d) ? -d->lb : clock_drift_rate (d);
 }

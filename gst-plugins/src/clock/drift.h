@@ -61,6 +61,29 @@
  * the line and the older bins keep their slope.  Otherwise (not on a
  * coarse line) the rate stepped, and the line starts again from the new
  * minima. */
+/* The reported drift takes a longer view than the control's line.  The
+ * delivered arrivals of a busy host wander by milliseconds over minutes
+ * (16 pipelines fed by one shared sender on the 2-core VM: the earliest
+ * arrival of each 10 s moved within 5.5-10.7 ms, 4.3-6.4 ms of it in step
+ * in all 16), and a
+ * line over CLOCK_DRIFT_BINS s reads that wander as drift (tens of ppm,
+ * 108 at worst), more so where the step test cuts it into segments.  So
+ * the long view keeps the earliest offset of each CLOCK_DRIFT_LONG_BLOCK_S
+ * of arrivals while the line is ready, up to CLOCK_DRIFT_LONG_POINTS of
+ * them (since the stream started, or the line started again), and fits one
+ * slope through all of them, with an intercept of its own after an offset
+ * step larger than CLOCK_DRIFT_LONG_STEP_S (a block's minimum that far off
+ * the slope from the one before it: a demuxer's frame, a sender that fell
+ * behind; not the wander), refitted twice without the blocks more than
+ * CLOCK_DRIFT_LONG_REJECT_S above it (late).  Its error falls as the span
+ * grows (the wander is bounded); once it spans CLOCK_DRIFT_LONG_MIN_S it
+ * is the reported drift (clock_drift_report_rate), the control loop keeps
+ * the line above, which must follow a sender whose rate changes.  A rate
+ * step the line sees starts the long view again with it; one it takes
+ * for an offset step (a coarse line's every step) shows as the two
+ * disagreeing: when they differ by more than CLOCK_DRIFT_LONG_AGREE for
+ * CLOCK_DRIFT_LONG_AGREE_BLOCKS blocks in a row (the line read the live
+ * wander at most 108 ppm off), the long view starts again. */
 #ifndef CLOCK_DRIFT_H
 #define CLOCK_DRIFT_H
 
@@ -80,6 +103,13 @@
 #define CLOCK_DRIFT_ENVELOPE_BINS 10
 #define CLOCK_DRIFT_COARSE_STEP_BINS 12
 #define CLOCK_DRIFT_COARSE_BASE_BINS 20
+#define CLOCK_DRIFT_LONG_BLOCK_S 10.0
+#define CLOCK_DRIFT_LONG_POINTS 720
+#define CLOCK_DRIFT_LONG_STEP_S 0.010
+#define CLOCK_DRIFT_LONG_REJECT_S 0.005
+#define CLOCK_DRIFT_LONG_MIN_S 180.0
+#define CLOCK_DRIFT_LONG_AGREE 0.0002
+#define CLOCK_DRIFT_LONG_AGREE_BLOCKS 6
 
 typedef struct
 {
@@ -87,15 +117,21 @@ typedef struct
   unsigned seg;                 /* its segment: offset steps since the start */
 } ClockDriftPoint;
 
+/* a span of arrivals being filled: its start and earliest point */
 typedef struct
 {
-  /* the bins, a ring of the last CLOCK_DRIFT_BINS */
+  double t0;
+  ClockDriftPoint min;
+  int open;
+} ClockDriftBlock;
+
+typedef struct
+{
+  /* the bins, a ring of the last CLOCK_DRIFT_BINS, and the one being
+   * filled */
   ClockDriftPoint bins[CLOCK_DRIFT_BINS];
   unsigned n, next;
-  /* the bin being filled: its start and earliest point */
-  double bin_t0;
-  ClockDriftPoint cur;
-  int have_cur;
+  ClockDriftBlock bin;
   /* input seconds received, and the first arrival (offsets are taken
    * relative to it, so they stay small however long the stream runs) */
   double y, t0;
@@ -109,6 +145,16 @@ typedef struct
   unsigned steps, restarts;
   unsigned seg;                 /* the segment new bins belong to */
   int coarse;                   /* the 1 s minima scatter: 10 s envelope */
+  /* the long view: each block's earliest point, a ring in time order, the
+   * block being filled, and its line (slope lb over lspan s); ltm, lom the
+   * time and offset means of each run of one segment, from the last fit */
+  ClockDriftPoint lpts[CLOCK_DRIFT_LONG_POINTS];
+  unsigned ln, lnext, lseg, lrestarts, ldisagree;
+  unsigned lforgets;            /* the long view started again on its own */
+  ClockDriftBlock lblock;
+  int lfitted;
+  double lb, lspan;
+  double ltm[CLOCK_DRIFT_LONG_POINTS], lom[CLOCK_DRIFT_LONG_POINTS];
 } ClockDrift;
 
 void clock_drift_init (ClockDrift * d);
@@ -124,5 +170,10 @@ void clock_drift_note (ClockDrift * d, double t, unsigned long frames,
 int clock_drift_ready (const ClockDrift * d);
 /* the input's rate against the output clock - 1 (positive: fast) */
 double clock_drift_rate (const ClockDrift * d);
+/* the drift to report: the long view's once it spans
+ * CLOCK_DRIFT_LONG_MIN_S, else clock_drift_rate */
+double clock_drift_report_rate (const ClockDrift * d);
+/* the long view spans CLOCK_DRIFT_LONG_MIN_S: the report is its slope */
+int clock_drift_long_ready (const ClockDrift * d);
 
 #endif

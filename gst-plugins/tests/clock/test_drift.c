@@ -28,18 +28,30 @@
  *     140-230 ms at about 25 s): an offset step, the line goes on with a
  *     segment of its own, within SCATTER_TOL_PPM;
  *   - an input that arrives starved (a third of real time: a host too busy
- *     to bring it) is not a clock: not ready. */
+ *     to bring it) is not a clock: not ready;
+ *   - the long view (the reported drift): the shared sender's pattern with a
+ *     wander of every arrival by up to 4.5 ms over minutes (what 16 live
+ *     pipelines fed by one sender received, in step) at 0 and +500 ppm for
+ *     600 s: the report is the line's until the long view spans
+ *     CLOCK_DRIFT_LONG_MIN_S, then within LONG_TOL_PPM from 240 s on and
+ *     LONG_END_TOL_PPM at the end, where the line reads the wander; with a
+ *     -30 ms offset step at 400 s the same; a rate step -500 -> +500 ppm at
+ *     300 s (the coarse line sees offset steps and follows as the old rate
+ *     leaves it): the long view starts again and reports the new rate. */
 #include "drift.h"
 
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #define RATE 48000
 #define WRITE 1024
 #define FROM_S 30.0
 #define TOL_PPM 3.0
 #define SCATTER_TOL_PPM 25.0
+#define LONG_TOL_PPM 12.0
+#define LONG_END_TOL_PPM 5.0
 
 static int failures;
 
@@ -346,6 +358,104 @@ shared_sender (void)
   }
 }
 
+/* The shared sender's pattern (shared_pattern) for duration_s, each
+ * arrival also moved by a slow wander of up to 4.5 ms, an offset step of
+ * step_s from 400 s on, and the rate ppm_after from rate_step_s on (< 0:
+ * none).  Returns the largest |report - truth| from 240 s on; *line_worst
+ * the line's own (clock_drift_rate) over the same time; *before: the
+ * largest |report - line| while the long view is short; *end: the report's
+ * error at the end. */
+static double
+wander_pattern (double ppm, double ppm_after, double rate_step_s,
+    double step_s, double duration_s, ClockDrift * d, double *line_worst,
+    double *before, double *end)
+{
+  double t_send = 0.0, prev = -1.0, late = 0.0, worst = 0.0;
+  unsigned k = 0;
+
+  clock_drift_init (d);
+  *line_worst = *before = 0.0;
+  *end = INFINITY;
+  while (t_send < duration_s) {
+    double truth = rate_step_s >= 0 && t_send >= rate_step_s ? ppm_after : ppm;
+    double arrive, wander;
+    if (k++ % 4 == 0)
+      late = 0.041 * rng_uniform ();
+    wander = 0.003 * sin (2 * M_PI * t_send / 170.0)
+        + 0.0015 * sin (2 * M_PI * t_send / 47.0 + 1.0);
+    arrive = t_send + late + wander + (t_send >= 400.0 ? step_s : 0.0);
+    if (arrive < prev)
+      arrive = prev;
+    prev = arrive;
+    clock_drift_note (d, arrive, WRITE, RATE);
+    if (clock_drift_ready (d)) {
+      double report = clock_drift_report_rate (d) * 1e6;
+      double line = clock_drift_rate (d) * 1e6;
+      if (!clock_drift_long_ready (d) && fabs (report - line) > *before)
+        *before = fabs (report - line);
+      if (t_send >= 240.0 && (rate_step_s < 0 || t_send >= rate_step_s
+              + CLOCK_DRIFT_BINS)) {
+        if (fabs (report - truth) > worst)
+          worst = fabs (report - truth);
+        if (fabs (line - truth) > *line_worst)
+          *line_worst = fabs (line - truth);
+      }
+      *end = fabs (report - truth);
+    }
+    t_send += (double) WRITE / (RATE * (1.0 + truth * 1e-6));
+  }
+  return worst;
+}
+
+static void
+long_view (void)
+{
+  const double ppms[] = { 0, 500 };
+
+  for (size_t i = 0; i < 2; i++) {
+    ClockDrift *d = malloc (sizeof *d);
+    double worst, line, before, end;
+
+    if (d == NULL)
+      return;
+    for (int step = 0; step < 2; step++) {
+      rng_seed (90 + 2 * i + step);
+      worst = wander_pattern (ppms[i], 0, -1, step ? -0.030 : 0.0, 600.0, d,
+          &line, &before, &end);
+      printf ("long view, a wander of 4.5 ms at %+.0f ppm%s: |report - truth| "
+          "from 240 s at most %.3f ppm, %.3f at 600 s (the line: %.3f); "
+          "report - line before the long view %.3f\n", ppms[i],
+          step ? ", a -30 ms step at 400 s" : "", worst, end, line, before);
+      CHECK (worst <= LONG_TOL_PPM, "long view %+.0f ppm%s: off by %.3f ppm",
+          ppms[i], step ? " (step)" : "", worst);
+      CHECK (end <= LONG_END_TOL_PPM, "long view %+.0f ppm%s: off by %.3f "
+          "ppm at the end", ppms[i], step ? " (step)" : "", end);
+      CHECK (before == 0.0, "long view %+.0f ppm: reported before it was "
+          "long (%.3f ppm from the line)", ppms[i], before);
+    }
+    free (d);
+  }
+  {
+    /* a coarse line takes a rate step for offset steps and follows the new
+     * rate only as the old one leaves its 180 s: the long view must not keep
+     * the old rate meanwhile */
+    ClockDrift *d = malloc (sizeof *d);
+    double line, before, end;
+    if (d == NULL)
+      return;
+    rng_seed (99);
+    (void) wander_pattern (-500, 500, 300.0, 0.0, 900.0, d, &line, &before,
+        &end);
+    printf ("long view, a rate step -500 -> +500 ppm at 300 s: the long view "
+        "started again %u times, |report - truth| at 900 s %.3f ppm\n",
+        d->lforgets, end);
+    CHECK (d->lforgets >= 1, "long view: kept the rate before the step");
+    CHECK (end <= SCATTER_TOL_PPM, "long view: %.3f ppm off at 900 s after "
+        "a rate step", end);
+    free (d);
+  }
+}
+
 static void
 starved (void)
 {
@@ -378,6 +488,7 @@ main (void)
   restart ();
   shared_sender ();
   starved ();
+  long_view ();
   printf ("%s\n", failures ? "FAILED" : "ok");
   return failures ? 1 : 0;
 }
