@@ -7,7 +7,24 @@ cd "$(dirname "$0")/.."
 echo "== lint";        npx eslint --max-warnings=0 .
 echo "== typecheck";   npx tsc -p tsconfig.json --noEmit
 echo "== C elements";  meson test -C gst-plugins/build --print-errorlogs --num-processes 2
-echo "== tap";         npx tap
+
+# tap as usual, and when it fails, its failed points again at the very end (scripts/tap-failures.awk):
+# a CI log is read from its tail, where tap's coverage table would otherwise hide them.
+tap_run() {
+  local log rc=0
+  log="$(mktemp)"
+  npx tap 2>&1 | tee "$log" || rc=$?
+  if [ "$rc" -ne 0 ]; then
+    echo "== tap failed ($(node --version)): the failed points"
+    { awk -f scripts/tap-failures.awk "$log" | head -n 100; } || true # head may end awk early (SIGPIPE)
+    echo "== tap failed: the test files"
+    grep -E '^not ok ' "$log" || true
+  fi
+  rm -f "$log"
+  return "$rc"
+}
+
+echo "== tap";         tap_run
 
 # The whole suite again under the official Node 26 binary (test/node-versions, installed by
 # scripts/setup.sh --test): its bin first on PATH, so node, npx tap and every process tap forks
@@ -17,4 +34,4 @@ echo "== tap";         npx tap
 node26="$PWD/test/node-versions/node_modules/node26/bin"
 [ -x "$node26/node" ] || { echo "test: $node26/node is missing: run scripts/setup.sh --test" >&2; exit 1; }
 echo "== tap (node 26)"
-PATH="$node26:$PATH" npx tap
+PATH="$node26:$PATH" tap_run
