@@ -174,6 +174,8 @@ export interface ScaleStep extends ScaleStepFigures {
   startAllMs: number;
   /** real-time threads the clock bridge's guard moved to SCHED_OTHER during the step, by thread name */
   rtDemotions: Record<string, number>;
+  /** the engine's underrun lines during the step: which pipeline, when (s after the senders started), how long, why */
+  underrunsSaid: string[];
   pipelines: ScalePipelineSample[];
 }
 
@@ -524,6 +526,19 @@ function rtDemotionsSaid(engine: BenchEngine): Record<string, number> {
   return counts;
 }
 
+/**
+ * The engine's underrun log lines (src/supervisor/supervisor.ts, event "underrun"), each as
+ * "pipeline K at T s: H ms silent (last hole L ms), cause": K the pipeline's place in the step,
+ * T seconds after the senders started (when the line reached the bench).
+ */
+function underrunsSaid(engine: BenchEngine, ids: readonly string[], sendersAt: number): string[] {
+  return engine.logs.flatMap((l, i) => {
+    if (l.event !== 'underrun' || typeof l.pipeline_id !== 'string') return [];
+    const at = ((engine.arrivedAt[i] ?? sendersAt) - sendersAt) / 1000;
+    return [`pipeline ${ids.indexOf(l.pipeline_id)} at ${at.toFixed(0)} s: ${String(l.silence_ms)} ms silent (last hole ${String(l.last_ms)} ms), ${String(l.cause)}`];
+  });
+}
+
 async function scaleStep(s: Settings, root: string, n: number, rig: ScaleRig): Promise<ScaleStep> {
   const engine = await BenchEngine.spawn({
     dir: path.join(root, `scale-${n}`),
@@ -639,6 +654,7 @@ async function scaleStep(s: Settings, root: string, n: number, rig: ScaleRig): P
       flowingMs,
       loadBefore,
       rtDemotions: rtDemotionsSaid(engine),
+      underrunsSaid: underrunsSaid(engine, pipelines.map((p) => p.id), sendersAt),
       pipelines: samples,
     };
     const demoted = Object.entries(step.rtDemotions).map(([thread, c]) => `${c}x ${thread}`);
@@ -656,6 +672,8 @@ async function scaleStep(s: Settings, root: string, n: number, rig: ScaleRig): P
         `${Math.min(...driftReadings).toFixed(1)}..${Math.max(...driftReadings).toFixed(1)} ppm ` +
         `every 10 s from 60 s after the senders started (the senders' truth: ${((s.senderRate - 1) * 1e6).toFixed(0)} ppm against the host clock)`,
     );
+    for (const line of step.underrunsSaid.slice(0, 20)) s.log(`scale N=${n}: underrun: ${line}`);
+    if (step.underrunsSaid.length > 20) s.log(`scale N=${n}: ... and ${step.underrunsSaid.length - 20} more underrun lines (in the JSON)`);
     return step;
   } finally {
     await stopAll(senders);
