@@ -5,7 +5,7 @@
  * - namespace b: a receiver that knows nothing but SAP: it captures the announcements, parses the
  *   SDP with sdp-transform, plays the stream with GStreamer's sdpdemux and measures the tone, and
  *   reads the RTP packets' DSCP with IP_RECVTOS.
- * Then ptp4l stops (the status turns unlocked, the SDP changes, SAP withdraws the old hash and
+ * Then ptp4l stops (the status turns unavailable, the SDP changes, SAP withdraws the old hash and
  * announces a new one), a pipeline is deleted and the engine gets SIGTERM: each a deletion packet.
  * Both namespaces and every process in them are removed in the teardown.
  */
@@ -213,17 +213,20 @@ void t.test('a SAP-only receiver finds, trusts and plays the stream; PTP, deleti
   t.equal(tos.packets, 200);
   t.same(tos.tos.map((v) => v >> 2), [34], 'DSCP 34 (AF41), the default');
 
-  // ptp4l stops: unlocked within 10 s, a warning (not a failure), and the SDP changes.
+  // ptp4l stops: unavailable within 10 s, a warning (not a failure), and the SDP changes. A poll
+  // that meets ptp4l while it shuts down may read it "unlocked" on the way (it answered some of
+  // pmc's GETs, not the port's: seen once in a rehearsal of the suite), so the wait is for ptp4l
+  // gone, not for the first reading that is not locked.
   const stoppedAt = Date.now();
   ptp4l.kill('SIGTERM');
-  const unlocked = await eventually(() => {
+  const gone = await eventually(() => {
     const health = api<HealthBody>('GET', '/health');
-    return health.body.ptp.state !== 'locked' ? health : undefined;
-  }, 10_000, 'ptp unlocked in /health within 10 s');
-  t.comment(`unlocked after ${Date.now() - stoppedAt} ms`);
-  t.equal(unlocked.status, 200, 'still healthy');
-  t.equal(unlocked.body.status, 'healthy');
-  t.match(unlocked.body.warnings, [/^ptp unavailable: /]);
+    return health.body.ptp.state === 'unavailable' ? health : undefined;
+  }, 10_000, 'ptp unavailable in /health within 10 s');
+  t.comment(`unavailable after ${Date.now() - stoppedAt} ms`);
+  t.equal(gone.status, 200, 'still healthy');
+  t.equal(gone.body.status, 'healthy');
+  t.match(gone.body.warnings, [/^ptp unavailable: /]);
   t.match(api<string>('GET', '/api/v1/metrics').text, /^audio_engine_ptp_locked 0$/m);
   const withdrawn = await waitForSap('deletion of the PTP-locked SDP', (m) => m.type === 'delete' && m.hash === announced.hash);
   t.equal(withdrawn.payload, `${announced.payload.split('\r\n')[1] ?? ''}\r\n`, 'deletion carries the o= line');
