@@ -43,7 +43,6 @@
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
-#include <stdlib.h>
 
 #define RATE 48000
 #define WRITE 1024
@@ -299,25 +298,41 @@ restart (void)
       clock_drift_rate (&d) * 1e6);
 }
 
+/* The arrivals of a shared sender: groups of 4 writes, each group 0..41 ms
+ * late, in order; `extra_s` moves one arrival further (a step, a wander). */
+typedef struct
+{
+  double late, prev;
+  unsigned k;
+} SharedArrivals;
+
+static double
+shared_arrive (SharedArrivals * a, double t_send, double extra_s)
+{
+  double arrive;
+
+  if (a->k++ % 4 == 0)
+    a->late = 0.041 * rng_uniform ();
+  arrive = t_send + a->late + extra_s;
+  if (arrive < a->prev)
+    arrive = a->prev;
+  a->prev = arrive;
+  return arrive;
+}
+
 /* a shared sender's pattern: groups of 4 writes, each group 0..41 ms late;
  * an offset step of `step_s` at 80 s; returns the largest |rate - ppm|
  * from 60 s on */
 static double
 shared_pattern (double ppm, double step_s, ClockDrift * d)
 {
-  double t_send = 0.0, worst = 0.0, late = 0.0, prev = -1.0;
-  unsigned k = 0;
+  SharedArrivals a = { 0.0, -1.0, 0 };
+  double t_send = 0.0, worst = 0.0;
 
   clock_drift_init (d);
   while (t_send < 150.0) {
-    double arrive;
-    if (k++ % 4 == 0)
-      late = 0.041 * rng_uniform ();
-    arrive = t_send + late + (t_send >= 80.0 ? step_s : 0.0);
-    if (arrive < prev)
-      arrive = prev;
-    prev = arrive;
-    clock_drift_note (d, arrive, WRITE, RATE);
+    clock_drift_note (d, shared_arrive (&a, t_send,
+            t_send >= 80.0 ? step_s : 0.0), WRITE, RATE);
     if (t_send >= 60.0) {
       double err = clock_drift_ready (d) ?
           fabs (clock_drift_rate (d) * 1e6 - ppm) : INFINITY;
@@ -370,24 +385,18 @@ wander_pattern (double ppm, double ppm_after, double rate_step_s,
     double step_s, double duration_s, ClockDrift * d, double *line_worst,
     double *before, double *end)
 {
-  double t_send = 0.0, prev = -1.0, late = 0.0, worst = 0.0;
-  unsigned k = 0;
+  SharedArrivals a = { 0.0, -1.0, 0 };
+  double t_send = 0.0, worst = 0.0;
 
   clock_drift_init (d);
   *line_worst = *before = 0.0;
   *end = INFINITY;
   while (t_send < duration_s) {
     double truth = rate_step_s >= 0 && t_send >= rate_step_s ? ppm_after : ppm;
-    double arrive, wander;
-    if (k++ % 4 == 0)
-      late = 0.041 * rng_uniform ();
-    wander = 0.003 * sin (2 * M_PI * t_send / 170.0)
+    double wander = 0.003 * sin (2 * M_PI * t_send / 170.0)
         + 0.0015 * sin (2 * M_PI * t_send / 47.0 + 1.0);
-    arrive = t_send + late + wander + (t_send >= 400.0 ? step_s : 0.0);
-    if (arrive < prev)
-      arrive = prev;
-    prev = arrive;
-    clock_drift_note (d, arrive, WRITE, RATE);
+    clock_drift_note (d, shared_arrive (&a, t_send,
+            wander + (t_send >= 400.0 ? step_s : 0.0)), WRITE, RATE);
     if (clock_drift_ready (d)) {
       double report = clock_drift_report_rate (d) * 1e6;
       double line = clock_drift_rate (d) * 1e6;
@@ -413,14 +422,12 @@ long_view (void)
   const double ppms[] = { 0, 500 };
 
   for (size_t i = 0; i < 2; i++) {
-    ClockDrift *d = malloc (sizeof *d);
+    ClockDrift d;
     double worst, line, before, end;
 
-    if (d == NULL)
-      return;
     for (int step = 0; step < 2; step++) {
       rng_seed (90 + 2 * i + step);
-      worst = wander_pattern (ppms[i], 0, -1, step ? -0.030 : 0.0, 600.0, d,
+      worst = wander_pattern (ppms[i], 0, -1, step ? -0.030 : 0.0, 600.0, &d,
           &line, &before, &end);
       printf ("long view, a wander of 4.5 ms at %+.0f ppm%s: |report - truth| "
           "from 240 s at most %.3f ppm, %.3f at 600 s (the line: %.3f); "
@@ -433,26 +440,22 @@ long_view (void)
       CHECK (before == 0.0, "long view %+.0f ppm: reported before it was "
           "long (%.3f ppm from the line)", ppms[i], before);
     }
-    free (d);
   }
   {
     /* a coarse line takes a rate step for offset steps and follows the new
      * rate only as the old one leaves its 180 s: the long view must not keep
      * the old rate meanwhile */
-    ClockDrift *d = malloc (sizeof *d);
+    ClockDrift d;
     double line, before, end;
-    if (d == NULL)
-      return;
     rng_seed (99);
-    (void) wander_pattern (-500, 500, 300.0, 0.0, 900.0, d, &line, &before,
+    (void) wander_pattern (-500, 500, 300.0, 0.0, 900.0, &d, &line, &before,
         &end);
     printf ("long view, a rate step -500 -> +500 ppm at 300 s: the long view "
         "started again %u times, |report - truth| at 900 s %.3f ppm\n",
-        d->lforgets, end);
-    CHECK (d->lforgets >= 1, "long view: kept the rate before the step");
+        d.lforgets, end);
+    CHECK (d.lforgets >= 1, "long view: kept the rate before the step");
     CHECK (end <= SCATTER_TOL_PPM, "long view: %.3f ppm off at 900 s after "
         "a rate step", end);
-    free (d);
   }
 }
 
