@@ -68,16 +68,34 @@ void t.test('metrics through real child restarts: no gap, counters only grow, no
 
   // Two callers one after the other. A caller leaving no longer ends the child (srtsrc keeps
   // listening, the clock bridge sends silence: docs/clock.md), so each child is killed once its
-  // caller is done, and the supervisor starts a new one.
+  // caller is done, and the supervisor starts a new one. Should a child end by itself first (on a
+  // slow machine, the watchdog's kill), the test says what the engine logged and kills the child
+  // running then: the series must bear any number of restarts, so these are counted, not assumed.
+  const exitsLogged = () => engine.logs.filter((l) => l.pipeline_id === id && (l.event === 'exit' || l.event === 'stalled')).map((l) => l.msg);
+  const killRunningChild = async (round: number): Promise<number> => {
+    for (;;) {
+      const view = await waitForPipeline(engine, id, (p) => p.state === 'running' && p.pid !== null, `a running child to kill, round ${round}`, 20_000);
+      try {
+        process.kill(view.pid ?? 0, 'SIGKILL');
+        return view.restarts;
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== 'ESRCH') throw error;
+        t.comment(`child ${String(view.pid)} had already ended; the engine logged: ${exitsLogged().join(' | ')}`);
+        await waitForPipeline(engine, id, (p) => p.pid !== view.pid, `the engine sees child ${String(view.pid)} gone`, 20_000);
+      }
+    }
+  };
+  let restarts = 0;
   for (let round = 1; round <= 2; round++) {
-    const running = await waitForPipeline(engine, id, (p) => p.state === 'running' && p.restarts === round - 1, `running, round ${round}`);
+    await waitForPipeline(engine, id, (p) => p.state === 'running' && p.restarts === restarts, `running, round ${round}`, 20_000);
     const sender = sendSine({ port, amplitude: 0.3, seconds: 3 });
     t.teardown(() => sender.stop());
     t.equal(await sender.done, 0, `caller ${round} sent its 3 s`);
     await new Promise((resolve) => setTimeout(resolve, 1000)); // its audio plays out of the jitter buffer
-    if (running.pid !== null) process.kill(running.pid, 'SIGKILL');
-    await waitForPipeline(engine, id, (p) => p.restarts === round, `restart after child ${round} was killed`, 20_000);
+    const before = await killRunningChild(round);
+    restarts = (await waitForPipeline(engine, id, (p) => p.restarts > before, `restart after child ${round} was killed`, 20_000)).restarts;
   }
+  if (restarts > 2) t.comment(`${restarts - 2} restart(s) besides the test's kills; the engine logged: ${exitsLogged().join(' | ')}`);
   await waitForPipeline(engine, id, (p) => p.state === 'running', 'running after the second restart');
   await new Promise((resolve) => setTimeout(resolve, 1500)); // a few statistics of the new, idle child
   scraping = false;
@@ -103,7 +121,7 @@ void t.test('metrics through real child restarts: no gap, counters only grow, no
   const afterFirst = scrapes.find((s) => s.series.get(key('audio_engine_pipeline_restarts_total')) === 1)?.series.get(key('audio_engine_pipeline_output_packets_total')) ?? 0;
   t.ok(afterFirst > 1000 && packets - afterFirst > 1000, `RTP packets: ${afterFirst} by the first child, ${packets} with the second's added`);
   t.ok((last.get(key('audio_engine_pipeline_srt_packets_received_total')) ?? 0) > 0, 'SRT packets of earlier connections kept');
-  t.equal(last.get(key('audio_engine_pipeline_restarts_total')), 2);
+  t.equal(last.get(key('audio_engine_pipeline_restarts_total')), restarts, `restarts_total ${restarts}, as the pipeline's view says`);
   // The new child has no caller: nothing of the callers' audio may linger as current.
   t.equal(last.get(key('audio_engine_pipeline_srt_connected')), 0);
   t.equal(last.get(key('audio_engine_pipeline_srt_receive_rate_bytes_per_second')), 0);
