@@ -1,17 +1,19 @@
 /**
  * Child processes: the only place that starts one (execa, never a shell).
- * Both output pipes are always drained line by line: an unread pipe would block the child and
- * stall its audio. On Linux every child is started through `setpriv --pdeathsig SIGKILL`, so it
+ * Both outputs are always drained line by line: an unread pipe would block the child and stall
+ * its audio. stdout, a line per bus message, is a FIFO read in batches with every other child's
+ * (polled-stdout.ts); stderr, rare lines, a pipe read as a stream. On Linux every child is started through `setpriv --pdeathsig SIGKILL`, so it
  * dies with the engine even when the engine is killed with SIGKILL.
  * stdin is closed unless a launcher asks for a writable one (`stdin: 'pipe'`: a station's Icecast
  * harbor feeds the source's body to the child); ending it is the child's end of stream.
  */
-import { existsSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, writeFileSync } from 'node:fs';
 import { getPriority, setPriority } from 'node:os';
 import { createInterface } from 'node:readline';
 import { Readable, type Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { execa, type ResultPromise } from 'execa';
+import { openPolledPipe, pollLines } from './polled-stdout.js';
 
 export interface ChildExit {
   exitCode: number | undefined;
@@ -64,6 +66,8 @@ export interface ChildProcess {
   readonly niceError?: string;
   /** The writable end of the control channel when launched with `controlFd`, else undefined. */
   readonly control: Writable | undefined;
+  /** Whether its stdout is read in batches (polled-stdout.ts), not as a stream (no FIFO could be made). */
+  readonly stdoutPolled: boolean;
   /** Sends a signal; false when the process is already gone. */
   signal(signal: NodeJS.Signals): boolean;
 }
@@ -85,8 +89,14 @@ function drain(stream: Readable | null, onLine: (line: string) => void): Promise
 }
 
 type ExtraSlot = 'ignore' | 'pipe' | Uint8Array;
+/**
+ * A descriptor of ours the child gets as it is (Node's spawn dups it). execa passes any integer
+ * through to spawn, but its types list only 3 to 9 (a descriptor of the engine's own stdio
+ * array); ours is wherever open() put it.
+ */
+type OwnDescriptor = 3;
 
-function stdioOf(options: LaunchOptions): ['ignore' | 'pipe', 'pipe', 'pipe', ...ExtraSlot[]] {
+function stdioOf(options: LaunchOptions, stdout: 'pipe' | number): ['ignore' | 'pipe', 'pipe' | OwnDescriptor, 'pipe', ...ExtraSlot[]] {
   const extra: ExtraSlot[] = (options.extraInput ?? []).map((slot) => slot ?? 'ignore');
   if (options.controlFd !== undefined) {
     const at = options.controlFd - 3;
@@ -94,27 +104,34 @@ function stdioOf(options: LaunchOptions): ['ignore' | 'pipe', 'pipe', 'pipe', ..
     while (extra.length < at) extra.push('ignore');
     extra[at] = 'pipe';
   }
-  return [options.stdin ?? 'ignore', 'pipe', 'pipe', ...extra];
+  return [options.stdin ?? 'ignore', stdout as 'pipe' | OwnDescriptor, 'pipe', ...extra];
 }
 
 export function launchChild(options: LaunchOptions): ChildProcess {
   const [file, args] = useSetpriv
     ? [SETPRIV, ['--pdeathsig', 'SIGKILL', '--', options.command, ...options.args]]
     : [options.command, [...options.args]];
-  const subprocess: ResultPromise = execa(file, args, {
-    reject: false,
-    stdio: stdioOf(options),
-    buffer: false,
-    detached: true, // own process group: a Ctrl-C meant for the engine does not reach the child
-    // Not execa's cleanup: it hooks SIGTERM and would kill the child before the supervisor can
-    // end it with EOS. pdeathsig (above) covers an engine that dies without stopping it.
-    cleanup: false,
-    forceKillAfterDelay: false,
-    env: options.env,
-    extendEnv: true,
-  });
+  const polled = openPolledPipe();
+  let subprocess: ResultPromise;
+  try {
+    subprocess = execa(file, args, {
+      reject: false,
+      stdio: stdioOf(options, polled?.writeFd ?? 'pipe'),
+      buffer: false,
+      detached: true, // own process group: a Ctrl-C meant for the engine does not reach the child
+      // Not execa's cleanup: it hooks SIGTERM and would kill the child before the supervisor can
+      // end it with EOS. pdeathsig (above) covers an engine that dies without stopping it.
+      cleanup: false,
+      forceKillAfterDelay: false,
+      env: options.env,
+      extendEnv: true,
+    });
+  } finally {
+    // The child has its copy (or never started): the stream ends when the child's end closes.
+    if (polled !== undefined) closeSync(polled.writeFd);
+  }
   const drained = Promise.all([
-    drain(subprocess.stdout, options.onStdoutLine),
+    polled !== undefined ? pollLines(polled.readFd, options.onStdoutLine) : drain(subprocess.stdout, options.onStdoutLine),
     drain(subprocess.stderr, options.onStderrLine),
   ]);
   const exited = subprocess.then(async (result) => {
@@ -152,6 +169,7 @@ export function launchChild(options: LaunchOptions): ChildProcess {
     stdin,
     niceError,
     control,
+    stdoutPolled: polled !== undefined,
     signal(signal: NodeJS.Signals): boolean {
       return subprocess.kill(signal);
     },

@@ -377,7 +377,7 @@ export class PipelineSupervisor {
     this.control = child.control === undefined ? undefined : new ControlChannel(child.control, this.options.controlTimeoutMs ?? 1000);
     this.startWatchdog(child, stats);
     if (this.options.stdin !== true) this.armReadyTimer(child, this.deps.readyTimeoutMs, { cause: 'not-playing', afterMs: this.deps.readyTimeoutMs });
-    this.log.info({ event: 'spawn', pid: child.pid, restarts: this.restarts }, `${this.label}: child started`);
+    this.log.info({ event: 'spawn', pid: child.pid, restarts: this.restarts, stdout_polled: child.stdoutPolled }, `${this.label}: child started`);
     this.note(`child started (pid ${String(child.pid)})`);
     void child.exited.then((exit) => this.onExit(child, exit.exitCode, exit.signal, exit.spawnError));
   }

@@ -13,6 +13,7 @@ import { CAPS } from '../../src/compiler/elements.js';
 /** The argv of a pipeline's running child (setpriv execs gst-launch-1.0 in the same process). */
 async function childArgv(engine: Awaited<ReturnType<typeof startEngine>>, id: string): Promise<string[]> {
   const spawned = await engine.waitForLog((l) => l.event === 'spawn' && l.pipeline_id === id);
+  if (spawned.stdout_polled !== true) throw new Error(`the child's stdout is not read in batches: ${JSON.stringify(spawned)}`);
   const cmdline = await readFile(`/proc/${String(spawned.pid)}/cmdline`, 'utf8');
   return cmdline.split('\0');
 }

@@ -628,6 +628,8 @@ void t.test('the shipped unit under a real systemd (systemd-nspawn --boot)', { s
     const lines = (await journal(container, ['-u', UNIT])).filter((e) => e.line?.pipeline_id === pipelineId);
     const events = new Set(lines.map((e) => String(e.line?.event ?? e.line?.stream)));
     for (const event of ['spawn', 'state', 'exit', 'stderr']) t.ok(events.has(event), `journal lines with pipeline_id ${pipelineId}: ${event}`);
+    // The children's stdout is a FIFO read in batches under the unit's sandbox too (src/process/polled-stdout.ts).
+    t.ok(lines.filter((e) => e.line?.event === 'spawn').every((e) => e.line?.stdout_polled === true), 'every child\'s stdout read in batches (stdout_polled)');
   });
 
   await t.test('the container shuts down and leaves nothing behind', async (t) => {
