@@ -2,8 +2,9 @@
  * Child processes: the only place that starts one (execa, never a shell).
  * Both outputs are always drained line by line: an unread pipe would block the child and stall
  * its audio. stdout, a line per bus message, is a FIFO read in batches with every other child's
- * (polled-stdout.ts); stderr, rare lines, a pipe read as a stream. On Linux every child is started through `setpriv --pdeathsig SIGKILL`, so it
- * dies with the engine even when the engine is killed with SIGKILL.
+ * (polled-stdout.ts); stderr, rare lines, a pipe read as a stream. On Linux every child is
+ * started through `setpriv --pdeathsig SIGKILL`, so it dies with the engine even when the engine
+ * is killed with SIGKILL.
  * stdin is closed unless a launcher asks for a writable one (`stdin: 'pipe'`: a station's Icecast
  * harbor feeds the source's body to the child); ending it is the child's end of stream.
  */
