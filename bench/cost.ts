@@ -13,11 +13,11 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
-import { compilePipeline, GST_LAUNCH_OPTIONS, type CompileOptions } from '../src/compiler/compile.js';
+import { compilePipeline, type CompileOptions } from '../src/compiler/compile.js';
 import { parsePipelineSpec } from '../src/spec/validate.js';
-import { BENCH_PROCESSING } from './engine.js';
+import { CUT_SINK, cutAfter, cutAfterIndex, indexOf, launchArgv, parseLaunch, replaced, without, type LaunchElement } from './launch-graph.js';
 import {
-  benchBinary, killGroup, loadAverage, procCpuSeconds, programmeTs, ROOT, RtpCounters, rtpCounterBinary, Sender, sleep, stopAll,
+  BENCH_PROCESSING, benchBinary, killGroup, loadAverage, procCpuSeconds, programmeTs, ROOT, RtpCounters, rtpCounterBinary, Sender, sleep, stopAll,
 } from './engine-harness.js';
 import { freeTcpPort } from '../test/helpers/ports.js';
 import { median, runIfMain, scriptFlags } from './process.js';
@@ -29,82 +29,6 @@ export const COST_COMPILE_OPTIONS: CompileOptions = {
   statsIntervalMs: 1000, meterIntervalMs: 100, packetsPerSend: 4, clockSource: 'tai', jitterMs: 50,
 };
 
-// ---------------------------------------------------------------------------------------------
-// the compiler's argv, as elements
-
-/** One element (or caps filter) of a gst-launch description: its tokens, and whether `!` links it to the one before. */
-export interface LaunchElement {
-  tokens: string[];
-  linked: boolean;
-}
-
-const PROPERTY = /^[a-z][a-z0-9-]*=/i;
-
-/** The description after GST_LAUNCH_OPTIONS, element by element (factory or caps, then its `name=value` tokens). */
-export function parseLaunch(argv: readonly string[]): LaunchElement[] {
-  const start = argv.indexOf('--');
-  if (start < 0) throw new Error('no -- before the description');
-  const elements: LaunchElement[] = [];
-  let link = false;
-  for (const token of argv.slice(start + 1)) {
-    const last = elements.at(-1);
-    if (token === '!') link = true;
-    else if (PROPERTY.test(token) && last !== undefined && !link) last.tokens.push(token);
-    else {
-      elements.push({ tokens: [token], linked: link });
-      link = false;
-    }
-  }
-  return elements;
-}
-
-export function launchArgv(elements: readonly LaunchElement[]): string[] {
-  return [...GST_LAUNCH_OPTIONS, ...elements.flatMap((e, i) => (e.linked && i > 0 ? ['!', ...e.tokens] : e.tokens))];
-}
-
-function nameOf(e: LaunchElement): string | undefined {
-  return e.tokens.find((t) => t.startsWith('name='))?.slice('name='.length);
-}
-
-function indexOf(elements: readonly LaunchElement[], name: string): number {
-  const i = elements.findIndex((e) => nameOf(e) === name);
-  if (i < 0) throw new Error(`the compiled graph has no element named ${name}: ${launchArgv(elements).join(' ')}`);
-  return i;
-}
-
-/** The linked chain without the element `name` (its neighbours linked to each other). */
-export function without(elements: readonly LaunchElement[], ...names: string[]): LaunchElement[] {
-  for (const n of names) indexOf(elements, n);
-  return elements.filter((e) => !names.includes(nameOf(e) ?? ''));
-}
-
-/** The element `name` replaced by `tokens` (linked as it was). */
-export function replaced(elements: readonly LaunchElement[], name: string, tokens: string[]): LaunchElement[] {
-  const i = indexOf(elements, name);
-  return elements.map((e, j) => (j === i ? { tokens, linked: e.linked } : e));
-}
-
-/**
- * The linked chain cut after element `index`: what followed it in the chain is dropped and
- * `sink` linked there; the unlinked elements (pipelinestats, srtaccess, enginecontrol) stay.
- */
-function cutAfterIndex(elements: readonly LaunchElement[], index: number, sink: string[]): LaunchElement[] {
-  let end = index + 1;
-  while (end < elements.length && elements[end]?.linked === true) end++;
-  return [...elements.slice(0, index + 1), { tokens: sink, linked: true }, ...elements.slice(end)];
-}
-
-export function cutAfter(elements: readonly LaunchElement[], name: string, sink: string[]): LaunchElement[] {
-  return cutAfterIndex(elements, indexOf(elements, name), sink);
-}
-
-/**
- * What replaces a cut-away end of the chain. sync=false: the bridge's output thread paces the
- * output on the clock by itself (one chunk per 4 ms), and a fakesink on the clock would wait for
- * every packet of an RTP list (it has no render_list: 1000 waits a second where udpsink makes
- * 250), so udpsink's own wait on the clock is counted with the send.
- */
-const SINK = ['fakesink', 'name=cut', 'sync=false', 'async=false'];
 
 export interface CostVariant {
   name: string;
@@ -131,20 +55,20 @@ export function costVariants(srtPort: (i: number) => number, rtpPort: (i: number
   const cuts: { name: string; what: string; cut: (g: LaunchElement[]) => LaunchElement[]; sendsRtp: boolean }[] = [
     { name: 'full', what: 'the full graph (the compiler\'s argv)', cut: (g) => g, sendsRtp: true },
     { name: 'twin', what: 'a second copy of the full graph (the noise figure)', cut: (g) => g, sendsRtp: true },
-    { name: 'input', what: 'SRT receive + demux + AAC decode only (srtsrc .. decodebin ! fakesink)', cut: (g) => cutAfter(g, 'decode', SINK), sendsRtp: false },
+    { name: 'input', what: 'SRT receive + demux + AAC decode only (srtsrc .. decodebin ! fakesink)', cut: (g) => cutAfter(g, 'decode', CUT_SINK), sendsRtp: false },
     {
       name: 'input+convert', what: 'the input + audioconvert + audioresample to F32 48 kHz (everything before the bridge) ! fakesink',
-      cut: (g) => cutAfterIndex(g, indexOf(g, 'bridge') - 1, SINK), sendsRtp: false,
+      cut: (g) => cutAfterIndex(g, indexOf(g, 'bridge') - 1, CUT_SINK), sendsRtp: false,
     },
-    { name: 'to-bridge', what: 'everything up to the clock bridge, its output ! fakesink', cut: (g) => cutAfter(g, 'bridge', SINK), sendsRtp: false },
+    { name: 'to-bridge', what: 'everything up to the clock bridge, its output ! fakesink', cut: (g) => cutAfter(g, 'bridge', CUT_SINK), sendsRtp: false },
     { name: 'no-level', what: 'the full graph without `level` (the input meter)', cut: (g) => without(g, 'level'), sendsRtp: true },
     { name: 'no-loudnorm', what: 'the full graph without `loudnorm` (step0)', cut: (g) => without(g, 'step0'), sendsRtp: true },
     { name: 'no-eq', what: 'the full graph without `parametriceq` (step1)', cut: (g) => without(g, 'step1'), sendsRtp: true },
     {
       name: 'no-convert-pay', what: 'convert + payload + send removed: the last step ! fakesink',
-      cut: (g) => cutAfter(g, 'step1', SINK), sendsRtp: false,
+      cut: (g) => cutAfter(g, 'step1', CUT_SINK), sendsRtp: false,
     },
-    { name: 'no-send', what: 'udpsink replaced by fakesink (the packets are made, not sent; no wait on the clock)', cut: (g) => replaced(g, 'out', SINK), sendsRtp: false },
+    { name: 'no-send', what: 'udpsink replaced by fakesink (the packets are made, not sent; no wait on the clock)', cut: (g) => replaced(g, 'out', CUT_SINK), sendsRtp: false },
   ];
   let rtp = 0;
   return cuts.map((c, i) => ({

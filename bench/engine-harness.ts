@@ -260,6 +260,15 @@ export class BenchEngine {
 }
 
 // ---------------------------------------------------------------------------------------------
+// the benchmarked pipelines' job
+
+/** The processing of every benchmarked pipeline. */
+export const BENCH_PROCESSING = [
+  { plugin: 'loudness-normalize', target: -23 },
+  { plugin: 'eq', bands: [{ freq: 100, gain: 4 }, { freq: 1000, gain: -3, q: 2.5 }, { freq: 8000, gain: 2 }] },
+];
+
+// ---------------------------------------------------------------------------------------------
 // RTP and SRT
 
 export const RTP_COUNTER_SOURCE = path.join(ROOT, 'bench', 'rtp-counter.c');

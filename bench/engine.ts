@@ -39,6 +39,7 @@ import { performance } from 'node:perf_hooks';
 import { TestClient } from '../test/grpc/client.js';
 import { freeUdpPort } from '../test/helpers/ports.js';
 import {
+  BENCH_PROCESSING,
   BenchEngine,
   ROOT,
   RTP_COUNTER_SOURCE,
@@ -101,11 +102,7 @@ export interface EngineBenchOptions {
   log?: (line: string) => void;
 }
 
-/** The processing of every benchmarked pipeline. */
-export const BENCH_PROCESSING = [
-  { plugin: 'loudness-normalize', target: -23 },
-  { plugin: 'eq', bands: [{ freq: 100, gain: 4 }, { freq: 1000, gain: -3, q: 2.5 }, { freq: 8000, gain: 2 }] },
-];
+export { BENCH_PROCESSING };
 
 export interface ReadyRun {
   cold: boolean;
