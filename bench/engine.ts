@@ -3,7 +3,7 @@
  * (`node dist/audio-engine.mjs`, run `npm run build` first), every process on 127.0.0.1.
  *
  *   node --import=tsx bench/engine.ts [--only engine|scale] [--quick] [--sender gst-shared|gst|ffmpeg] [--scale 1,8,16]
- *                                     [--window S] [--packets-per-send K] [--reference ffmpeg]
+ *                                     [--window S] [--packets-per-send K] [--reference ffmpeg|floor]
  *
  * engine (runEngineBench with parts.engine):
  *   - ready: the engine spawned `readyRuns` times (one temp folder: the first run scans a cold
@@ -26,8 +26,9 @@
  *   `rtp_packets_per_send = K` in each engine's config.
  *   Real time = every pipeline: no RTP sequence gap, RTP rate within 2 % of 1000 packets/s, no
  *   SRT packet lost or dropped, no restart. The sweep stops at the first N that is not.
- *   `--reference ffmpeg`: after the engine's step at each N, the same step with N ffmpeg processes
- *   doing the pipelines' job in the engine's place (bench/scale-ffmpeg.ts), the same sender,
+ *   `--reference ffmpeg|floor`: after the engine's step at each N, the same step with N ffmpeg
+ *   processes doing the pipelines' job, or N of the floor (the input graph and a minimal C
+ *   sender), in the engine's place (bench/scale-reference.ts), the same sender,
  *   counter, settle, window and rule (bench/scale-window.ts); each kind's sweep stops at its own
  *   first N that is not real time, the other's goes on.
  */
@@ -46,6 +47,7 @@ import {
   RtpCounters,
   SENDER_KINDS,
   Sender,
+  benchBinary,
   loadAverage,
   programmeTs,
   rtpCounterBinary,
@@ -60,7 +62,10 @@ import {
 } from './engine-harness.js';
 import { admissionBench, type AdmissionBenchResult } from './engine-admission.js';
 import { median, runIfMain } from './process.js';
-import { FFMPEG_SRT_STATS, ffmpegScaleCommand, ffmpegScaleStep, type FfmpegScaleSetup, type FfmpegScaleStep } from './scale-ffmpeg.js';
+import { COST_COMPILE_OPTIONS, FLOOR_SENDER_SOURCE } from './cost.js';
+import {
+  referenceScaleCommands, referenceScaleStep, referenceSrtStats, SCALE_REFERENCE_KINDS, type ReferenceScaleSetup, type ReferenceScaleStep, type ScaleReferenceKind,
+} from './scale-reference.js';
 import { openRigWindow, realTimeReasons, rtpTotals, rtpWindowSample, spread, sweepEnd, sweepSideBySide, waitForRtp, type RtpWindowSample, type ScaleStepFigures } from './scale-window.js';
 
 export interface EngineBenchOptions {
@@ -81,8 +86,8 @@ export interface EngineBenchOptions {
   sender?: SenderKind;
   /**
    * scale: after the engine's step at each N, the same step with N ffmpeg processes doing the
-   * pipelines' job instead (bench/scale-ffmpeg.ts); each kind's sweep stops at its own first N
-   * that is not real time
+   * pipelines' job, or N of the floor, instead (bench/scale-reference.ts); each kind's sweep stops
+   * at its own first N that is not real time
    */
   reference?: ScaleReferenceKind;
   /** scale: how fast the ffmpeg senders read against the host clock (1.0005: 500 ppm fast); default 1 */
@@ -191,18 +196,16 @@ export interface ScaleResult {
   reference: ScaleReferenceResult | null;
 }
 
-/** What the scale bench can run beside the engine as its reference: one ffmpeg per pipeline. */
-export type ScaleReferenceKind = 'ffmpeg';
-export const SCALE_REFERENCE_KINDS: readonly ScaleReferenceKind[] = ['ffmpeg'];
+export { SCALE_REFERENCE_KINDS, type ScaleReferenceKind };
 
-/** The side-by-side reference of a scale run (`--reference ffmpeg`). */
+/** The side-by-side reference of a scale run (`--reference ffmpeg|floor`). */
 export interface ScaleReferenceResult {
   kind: ScaleReferenceKind;
-  /** one process per pipeline; the ports shown as SRT_PORT and RTP_PORT */
-  command: string[];
+  /** the processes of one reference pipeline (one for ffmpeg, two for the floor); the ports shown as SRT_PORT and RTP_PORT */
+  commands: string[][];
   /** SRT loss is not part of its judgement: why */
   srtStats: string;
-  steps: FfmpegScaleStep[];
+  steps: ReferenceScaleStep[];
   /** largest N measured real time (0 when none) */
   largestRealTimeN: number;
   stoppedEarly: boolean;
@@ -680,7 +683,7 @@ async function scaleStep(s: Settings, root: string, n: number, rig: ScaleRig): P
 }
 
 /** The ffmpeg reference's job: the benchmarked pipelines' (BENCH_PROCESSING, the same SRT latency). */
-function referenceJob(): Pick<FfmpegScaleSetup, 'latencyMs' | 'targetLufs' | 'bands'> {
+function referenceJob(): Pick<ReferenceScaleSetup, 'latencyMs' | 'targetLufs' | 'bands'> {
   const [loudness, eq] = BENCH_PROCESSING;
   return { latencyMs: SCALE_SRT_LATENCY_MS, targetLufs: loudness?.target ?? -23, bands: eq?.bands ?? [] };
 }
@@ -691,9 +694,13 @@ function referenceJob(): Pick<FfmpegScaleSetup, 'latencyMs' | 'targetLufs' | 'ba
  */
 async function scaleBench(s: Settings, root: string, registry: string | undefined): Promise<ScaleResult> {
   const rig: ScaleRig = { programme: await programmeTs(s.cacheDir), registry, counterBinary: await rtpCounterBinary(s.cacheDir), rcvbufBytes: 0, nice: 0 };
-  const setup: FfmpegScaleSetup = {
-    programme: rig.programme, counterBinary: rig.counterBinary, sender: s.sender, senderRate: s.senderRate,
-    settleS: s.settleS, windowS: s.windowS, ...referenceJob(), log: s.log,
+  const setup: ReferenceScaleSetup = {
+    kind: s.reference ?? 'ffmpeg', programme: rig.programme, counterBinary: rig.counterBinary, sender: s.sender, senderRate: s.senderRate,
+    settleS: s.settleS, windowS: s.windowS, ...referenceJob(),
+    floorSender: s.reference === 'floor' ? await benchBinary(FLOOR_SENDER_SOURCE, s.cacheDir) : '',
+    pluginPath: path.join(ROOT, 'gst-plugins', 'build'),
+    compileOptions: { ...COST_COMPILE_OPTIONS, packetsPerSend: s.packetsPerSend ?? COST_COMPILE_OPTIONS.packetsPerSend },
+    log: s.log,
   };
   if (s.reference !== undefined && s.windowS < 10) {
     s.log(`scale: a ${s.windowS} s window is short for the ${s.reference} reference: it sends bursts of about 100 packets (100 ms), so its rate over the window can be off by ${(10 / s.windowS).toFixed(1)} % (the limit is 2 %)`);
@@ -701,7 +708,7 @@ async function scaleBench(s: Settings, root: string, registry: string | undefine
   const { first: steps, second: referenceSteps } = await sweepSideBySide(
     s.scaleNs,
     (n) => scaleStep(s, root, n, rig),
-    s.reference === 'ffmpeg' ? (n) => ffmpegScaleStep(setup, n) : null,
+    s.reference !== undefined ? (n) => referenceScaleStep(setup, n) : null,
   );
   const engineEnd = sweepEnd(steps, s.scaleNs);
   let reference: ScaleReferenceResult | null = null;
@@ -709,8 +716,8 @@ async function scaleBench(s: Settings, root: string, registry: string | undefine
     const end = sweepEnd(referenceSteps, s.scaleNs);
     reference = {
       kind: s.reference,
-      command: ffmpegScaleCommand(setup),
-      srtStats: FFMPEG_SRT_STATS,
+      commands: referenceScaleCommands(setup),
+      srtStats: referenceSrtStats(s.reference),
       steps: referenceSteps,
       ...end,
       engineOverReference: end.largestRealTimeN === 0 ? null : engineEnd.largestRealTimeN / end.largestRealTimeN,
@@ -815,7 +822,7 @@ function referenceTable(sc: ScaleResult, ref: ScaleReferenceResult): string {
     `- largest N in real time: engine **${sc.largestRealTimeN}**, ${ref.kind} **${ref.largestRealTimeN}**, engine/${ref.kind} ` +
       `${sc.largestRealTimeN}/${ref.largestRealTimeN} = **${ratio}** (N swept: ${ns.join(', ')}${sc.stoppedEarly ? '; the engine\'s sweep stopped at its first N that was not' : ''}` +
       `${ref.stoppedEarly ? `; the ${ref.kind} sweep stopped at its first N that was not` : ''})`,
-    `- reference: one \`${ref.command.join(' ')}\` per pipeline, the same sender, counter, settle and window; SRT loss ${ref.srtStats}`,
+    `- reference: ${ref.commands.map((c) => `\`${c.join(' ')}\``).join(' and ')} per pipeline, the same sender, counter, settle and window; SRT loss ${ref.srtStats}`,
   );
   return lines.join('\n');
 }
@@ -892,7 +899,7 @@ export function engineTable(r: EngineBenchResult): string {
 // command line
 
 export const ENGINE_USAGE =
-  '[--only engine|scale] [--quick] [--sender gst-shared|gst|ffmpeg] [--scale 1,8,16,32,64] [--window S] [--settle S] [--sender-rate R] [--packets-per-send K] [--admission] [--reference ffmpeg]';
+  '[--only engine|scale] [--quick] [--sender gst-shared|gst|ffmpeg] [--scale 1,8,16,32,64] [--window S] [--settle S] [--sender-rate R] [--packets-per-send K] [--admission] [--reference ffmpeg|floor]';
 
 /** Reads the engine bench flags; returns false for a flag that is not one of them. */
 export function engineBenchFlag(a: string, value: () => string, into: EngineBenchOptions): boolean {

@@ -5,7 +5,7 @@
  * pcm_s24be RTP to 127.0.0.1 in 1 ms packets (pkt_size 300 = 12 + 288 bytes: 48 stereo frames),
  * payload type 96, no RTCP (`-rtpflags skip_rtcp`: ffmpeg would send its sender reports to the
  * RTP port + 1, which may be another receiver's socket). Used by bench/clock-cpu.ts and the scale
- * bench's `--reference ffmpeg` (bench/scale-ffmpeg.ts).
+ * bench's `--reference ffmpeg` (bench/scale-reference.ts).
  */
 
 /** One peaking band, as the engine's `eq` step takes it (q defaults to 1 there too). */

@@ -1,6 +1,6 @@
 /**
  * What both kinds of the scale bench (the engine's step in bench/engine.ts, the ffmpeg reference's
- * in bench/scale-ffmpeg.ts) share, so that they are measured and judged the same way: the wait
+ * in bench/scale-reference.ts) share, so that they are measured and judged the same way: the wait
  * until every receiver gets RTP, the window over the rig (the senders' CPU, the RTP counter's
  * CPU and counts, this node process's CPU), each pipeline's RTP figures from the counter, and
  * the real-time judgement (the reasons list: empty is real time).

@@ -1,21 +1,42 @@
 /**
- * The scale bench's side-by-side reference: the `--reference` flag and its errors, and the one
+ * The scale bench's side-by-side reference: the `--reference` flag and its errors, the commands
+ * of each kind (the floor's input cut out of the compiler's graph as the cost bench cuts it), and the one
  * real-time rule both kinds are judged by (bench/scale-window.ts), fed with what each kind can
  * tell (the engine's SRT, underrun and restart counts; a reference process that ended).
  */
 import t from 'tap';
 import { ENGINE_USAGE, parseEngineBenchArgs, type EngineBenchOptions } from '../../bench/engine.js';
+import { costVariants, COST_COMPILE_OPTIONS } from '../../bench/cost.js';
+import { floorInputArgv, referenceScaleCommands, referenceSrtStats } from '../../bench/scale-reference.js';
 import { realTimeReasons, rtpWindowSample, sweepEnd, sweepSideBySide, type JudgedPipeline } from '../../bench/scale-window.js';
 
 const parse = (...argv: string[]): EngineBenchOptions => parseEngineBenchArgs(argv);
 
-void t.test('--reference ffmpeg is read; anything else is refused, naming the flag', async (t) => {
+void t.test('--reference ffmpeg|floor is read; anything else is refused, naming the flag', async (t) => {
   t.equal(parse('--reference', 'ffmpeg').reference, 'ffmpeg');
+  t.equal(parse('--reference', 'floor').reference, 'floor');
   t.equal(parse('--scale', '2').reference, undefined, 'no reference unless asked for');
-  t.throws(() => parse('--reference', 'gst'), /--reference ffmpeg, not gst/);
-  t.throws(() => parse('--reference', 'FFMPEG'), /--reference ffmpeg, not FFMPEG/);
+  t.throws(() => parse('--reference', 'gst'), /--reference ffmpeg\|floor, not gst/);
+  t.throws(() => parse('--reference', 'FFMPEG'), /--reference ffmpeg\|floor, not FFMPEG/);
   t.throws(() => parse('--reference'), /--reference needs a value/);
-  t.match(ENGINE_USAGE, /\[--reference ffmpeg\]/);
+  t.match(ENGINE_USAGE, /\[--reference ffmpeg\|floor\]/);
+});
+
+const job = { latencyMs: 300, targetLufs: -23, bands: [], floorSender: '/cache/floor-sender', compileOptions: COST_COMPILE_OPTIONS };
+
+void t.test("the floor's input is the cost bench's: the compiler's graph cut after the decoder", async (t) => {
+  const costInput = costVariants((i) => 7000 + i, (k) => 9000 + k).find((v) => v.name === 'input');
+  t.same(floorInputArgv(job, 7002), costInput?.argv, 'the cost variant "input" (its third graph: SRT port 7002)');
+  const [input, sender, ...more] = referenceScaleCommands({ ...job, kind: 'floor' });
+  t.same(more, [], 'two processes per pipeline');
+  t.match(input?.join(' '), /^gst-launch-1\.0 .* srtsrc name=src mode=listener .*localport=SRT_PORT latency=300 .*! decodebin name=decode ! fakesink /);
+  t.notOk(input?.some((a) => a.includes('udpsink') || a.includes('clockbridge')), 'no bridge, no send: the floor sender sends');
+  t.same(sender, ['/cache/floor-sender', '127.0.0.1', 'RTP_PORT']);
+  const [ffmpeg, ...none] = referenceScaleCommands({ ...job, kind: 'ffmpeg' });
+  t.same(none, [], 'one ffmpeg per pipeline');
+  t.match(ffmpeg?.join(' '), /^ffmpeg .*srt:\/\/127\.0\.0\.1:SRT_PORT\?mode=listener&latency=300000 .*rtp:\/\/127\.0\.0\.1:RTP_PORT\?pkt_size=300$/);
+  t.match(referenceSrtStats('floor'), /not read/);
+  t.match(referenceSrtStats('ffmpeg'), /not read/);
 });
 
 const none = { senders: [] };
