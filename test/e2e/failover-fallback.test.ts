@@ -23,7 +23,7 @@ import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import t, { type Test } from 'tap';
 import type { PipelineView } from '../../src/supervisor/registry.js';
-import { api, eventually, isRunning, startEngine, TEST_SRT_LATENCY_MS, waitForPipeline, type EngineProcess, type LogLine } from '../helpers/engine-process.js';
+import { api, engineDir, eventually, isRunning, startEngine, TEST_SRT_LATENCY_MS, waitForPipeline, type EngineProcess, type LogLine } from '../helpers/engine-process.js';
 import { freeUdpPort } from '../helpers/ports.js';
 import { RtpCapture } from '../helpers/rtp-capture.js';
 import { sendSine, type Sender } from '../helpers/srt-sender.js';
@@ -153,7 +153,7 @@ function explainFailure(t: Test, engine: EngineProcess): void {
 }
 
 void t.test('both senders gone: the fallback file, looped, at its level; the main sender returns: on it at once', async (t) => {
-  const dir = t.testdir();
+  const dir = engineDir(t);
   const fallbackDir = path.join(dir, 'fallback');
   mkdirSync(fallbackDir);
   const fallbackFile = makeFallbackFile(fallbackDir);

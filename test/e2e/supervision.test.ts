@@ -9,7 +9,7 @@ import path from 'node:path';
 import t from 'tap';
 import type { PipelineView } from '../../src/supervisor/registry.js';
 import { findLeftovers } from '../../src/process/reap.js';
-import { api, createPipeline, eventually, isAlive, startEngine, waitForPipeline, type EngineProcess } from '../helpers/engine-process.js';
+import { api, engineDir, createPipeline, eventually, isAlive, startEngine, waitForPipeline, type EngineProcess } from '../helpers/engine-process.js';
 import { freeUdpPort } from '../helpers/ports.js';
 import { RtpReceiver } from '../helpers/rtp-receiver.js';
 import { sendSine } from '../helpers/srt-sender.js';
@@ -163,7 +163,7 @@ void t.test('SIGTERM ends every child and exits 0', async (t) => {
 });
 
 void t.test('leftovers of an earlier run are ended at start', async (t) => {
-  const dir = t.testdir();
+  const dir = engineDir(t);
   const stateDir = path.join(dir, 'state');
   mkdirSync(stateDir, { recursive: true });
   const orphan = spawn('sleep', ['60'], { env: { ...process.env, AUDIO_ENGINE_INSTANCE: stateDir }, stdio: 'ignore', detached: true });

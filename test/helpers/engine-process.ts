@@ -4,7 +4,8 @@
  * even when the test fails.
  */
 import type { ChildProcess } from 'node:child_process';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { Test } from 'tap';
 import { findLeftovers } from '../../src/process/reap.js';
@@ -45,9 +46,23 @@ export interface EngineConfigOptions {
  */
 const TEST_CAPACITY_DEFAULTS = ['cpu_cores = 64', 'normal_priority_nice = 0'];
 
+/**
+ * A fresh folder for one test engine, removed when the test ends, after the engine and its
+ * children were killed: teardowns run last registered first, and startEngine registers the kill
+ * after this. Not tap's `t.testdir()`: tap removes that before the test's teardowns run, while
+ * the engine still writes there (pmc's own socket in the state folder every `ptp_poll_ms`), which
+ * failed a test with ENOTEMPTY and left its engine running until tap's timeout. A test that
+ * prepares an engine's folder itself passes `dir: engineDir(t)` to startEngine.
+ */
+export function engineDir(t: Test): string {
+  const dir = mkdtempSync(path.join(tmpdir(), 'audio-engine-test-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 }));
+  return dir;
+}
+
 /** Writes a config file in `dir` (a fresh folder per engine unless given). */
 export async function writeConfig(t: Test, options: EngineConfigOptions = {}): Promise<{ dir: string; file: string; restPort: number }> {
-  const dir = options.dir ?? t.testdir();
+  const dir = options.dir ?? engineDir(t);
   mkdirSync(dir, { recursive: true });
   const ports = await enginePorts(options.restPort);
   const file = path.join(dir, 'config.toml');
