@@ -2,7 +2,9 @@
 """Receives RTP (UDP) on a multicast group or a unicast port and reports what arrived: the TOS
 byte of each packet, read with IP_RECVTOS (Node's dgram cannot), the payload types, the packet
 sizes and, for L16 or L24, the RMS level of each channel over the last half of the packets.
-Prints one JSON line at the end:
+For L16 or L24 the packets are counted from the first one that carries sound: the output sends
+digital silence on time until its input has audio, and on a busy host that start can take longer
+than the packets counted. Prints one JSON line at the end:
   {"packets": N, "tos": [...], "payload_types": [...], "sizes": [...], "rms_dbfs": [...]}
 Bounded: stops after `count` packets or `seconds`.
 
@@ -32,6 +34,8 @@ while packets < count and time.monotonic() < until:
         data, ancillary, _, _ = sock.recvmsg(2048, socket.CMSG_SPACE(4))
     except socket.timeout:
         continue
+    if encoding in ('L16', 'L24') and not payloads and not any(data[12:]):
+        continue  # before the sound: not counted
     packets += 1
     sizes.add(len(data))
     if len(data) >= 12:
