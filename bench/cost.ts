@@ -29,7 +29,6 @@ export const COST_COMPILE_OPTIONS: CompileOptions = {
   statsIntervalMs: 1000, meterIntervalMs: 100, packetsPerSend: 4, clockSource: 'tai', jitterMs: 50,
 };
 
-
 export interface CostVariant {
   name: string;
   what: string;

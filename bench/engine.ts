@@ -694,30 +694,30 @@ function referenceJob(): Pick<ReferenceScaleSetup, 'latencyMs' | 'targetLufs' | 
  */
 async function scaleBench(s: Settings, root: string, registry: string | undefined): Promise<ScaleResult> {
   const rig: ScaleRig = { programme: await programmeTs(s.cacheDir), registry, counterBinary: await rtpCounterBinary(s.cacheDir), rcvbufBytes: 0, nice: 0 };
-  const setup: ReferenceScaleSetup = {
-    kind: s.reference ?? 'ffmpeg', programme: rig.programme, counterBinary: rig.counterBinary, sender: s.sender, senderRate: s.senderRate,
+  const setup: ReferenceScaleSetup | undefined = s.reference === undefined ? undefined : {
+    kind: s.reference, programme: rig.programme, counterBinary: rig.counterBinary, sender: s.sender, senderRate: s.senderRate,
     settleS: s.settleS, windowS: s.windowS, ...referenceJob(),
     floorSender: s.reference === 'floor' ? await benchBinary(FLOOR_SENDER_SOURCE, s.cacheDir) : '',
     pluginPath: path.join(ROOT, 'gst-plugins', 'build'),
     compileOptions: { ...COST_COMPILE_OPTIONS, packetsPerSend: s.packetsPerSend ?? COST_COMPILE_OPTIONS.packetsPerSend },
     log: s.log,
   };
-  if (s.reference !== undefined && s.windowS < 10) {
-    s.log(`scale: a ${s.windowS} s window is short for the ${s.reference} reference: it sends bursts of about 100 packets (100 ms), so its rate over the window can be off by ${(10 / s.windowS).toFixed(1)} % (the limit is 2 %)`);
+  if (setup?.kind === 'ffmpeg' && s.windowS < 10) {
+    s.log(`scale: a ${s.windowS} s window is short for the ffmpeg reference: it sends bursts of about 100 packets (100 ms), so its rate over the window can be off by ${(10 / s.windowS).toFixed(1)} % (the limit is 2 %)`);
   }
   const { first: steps, second: referenceSteps } = await sweepSideBySide(
     s.scaleNs,
     (n) => scaleStep(s, root, n, rig),
-    s.reference !== undefined ? (n) => referenceScaleStep(setup, n) : null,
+    setup === undefined ? null : (n) => referenceScaleStep(setup, n),
   );
   const engineEnd = sweepEnd(steps, s.scaleNs);
   let reference: ScaleReferenceResult | null = null;
-  if (s.reference !== undefined) {
+  if (setup !== undefined) {
     const end = sweepEnd(referenceSteps, s.scaleNs);
     reference = {
-      kind: s.reference,
+      kind: setup.kind,
       commands: referenceScaleCommands(setup),
-      srtStats: referenceSrtStats(s.reference),
+      srtStats: referenceSrtStats(setup.kind),
       steps: referenceSteps,
       ...end,
       engineOverReference: end.largestRealTimeN === 0 ? null : engineEnd.largestRealTimeN / end.largestRealTimeN,
