@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import t from 'tap';
 import type { PipelineView } from '../../src/supervisor/registry.js';
-import { api, eventually, gstLaunchChildren, startEngine, TEST_SRT_LATENCY_MS, waitForPipeline, writeConfig, type EngineProcess } from '../helpers/engine-process.js';
+import { api, engineDir, eventually, gstLaunchChildren, startEngine, TEST_SRT_LATENCY_MS, waitForPipeline, writeConfig, type EngineProcess } from '../helpers/engine-process.js';
 import { freeUdpPort } from '../helpers/ports.js';
 
 const body = (port: number) => ({
@@ -67,8 +67,8 @@ function canMount(): boolean {
 const mountSkip = canMount() ? false : 'mounting a tmpfs is not permitted here (needs root): the full-disk case is not exercised';
 
 void t.test('a full state folder: create answers 507, nothing half-made, running pipelines untouched', { skip: mountSkip }, async (t) => {
-  // Not in t.testdir(): tap removes that before the teardowns below, while it is still mounted.
-  const dir = mkdtempSync(path.join(tmpdir(), 'engine-full-'));
+  // engineDir: removed after the teardown below has unmounted it (t.testdir() would go before)
+  const dir = engineDir(t);
   const { file, restPort } = await writeConfig(t, { dir });
   const stateDir = path.join(dir, 'state');
   mkdirSync(stateDir, { recursive: true });
@@ -76,7 +76,7 @@ void t.test('a full state folder: create answers 507, nothing half-made, running
   const started: { engine?: EngineProcess } = {};
   t.teardown(async () => {
     const engine = started.engine;
-    // The engine and its children first (they hold files there), then the file system, then the folder.
+    // The engine and its children first (they hold files there), then the file system; the folder after.
     if (engine !== undefined && engine.process.exitCode === null && engine.process.signalCode === null) {
       engine.process.kill('SIGKILL');
       await engine.exited;
@@ -87,7 +87,6 @@ void t.test('a full state folder: create answers 507, nothing half-made, running
     } catch {
       execFileSync('umount', ['-l', stateDir], { stdio: 'pipe' });
     }
-    rmSync(dir, { recursive: true, force: true });
   });
   const engine = await startEngine(t, { configFile: file, restPort });
   started.engine = engine;

@@ -49,10 +49,11 @@ const TEST_CAPACITY_DEFAULTS = ['cpu_cores = 64', 'normal_priority_nice = 0'];
 /**
  * A fresh folder for one test engine, removed when the test ends, after the engine and its
  * children were killed: teardowns run last registered first, and startEngine registers the kill
- * after this. Not tap's `t.testdir()`: tap removes that before the test's teardowns run, while
- * the engine still writes there (pmc's own socket in the state folder every `ptp_poll_ms`), which
- * failed a test with ENOTEMPTY and left its engine running until tap's timeout. A test that
- * prepares an engine's folder itself passes `dir: engineDir(t)` to startEngine.
+ * after this. Not tap's `t.testdir()`: made before the test's first teardown, tap removes it
+ * before the teardowns run, while the engine still writes there (pmc's own socket in the state
+ * folder every `ptp_poll_ms`), which failed a test with ENOTEMPTY and left its engine running
+ * until tap's timeout. A test that prepares an engine's folder itself passes `dir: engineDir(t)`
+ * to startEngine; teardowns it registers later (an unmount) run before the removal.
  */
 export function engineDir(t: Test): string {
   const dir = mkdtempSync(path.join(tmpdir(), 'audio-engine-test-'));
