@@ -9,6 +9,7 @@
  *   chaindecode   decodebin behind one src pad that follows new chains (chained Ogg)
  *   enginecontrol sets sibling elements' properties from commands on a descriptor
  *   aacframer     ADTS AAC to raw frames, each passed on as soon as it is complete
+ *   l24pack       F32LE to the S24BE of RTP L24, in one pass
  */
 #include <gst/gst.h>
 
@@ -21,6 +22,7 @@ GST_ELEMENT_REGISTER_DECLARE (clockbridge);
 GST_ELEMENT_REGISTER_DECLARE (chaindecode);
 GST_ELEMENT_REGISTER_DECLARE (enginecontrol);
 GST_ELEMENT_REGISTER_DECLARE (aacframer);
+GST_ELEMENT_REGISTER_DECLARE (l24pack);
 
 static gboolean
 plugin_init (GstPlugin * plugin)
@@ -36,6 +38,7 @@ plugin_init (GstPlugin * plugin)
   ok |= GST_ELEMENT_REGISTER (chaindecode, plugin);
   ok |= GST_ELEMENT_REGISTER (enginecontrol, plugin);
   ok |= GST_ELEMENT_REGISTER (aacframer, plugin);
+  ok |= GST_ELEMENT_REGISTER (l24pack, plugin);
   return ok;
 }
 
