@@ -17,7 +17,7 @@ import { compilePipeline, type CompileOptions } from '../src/compiler/compile.js
 import { parsePipelineSpec } from '../src/spec/validate.js';
 import { BENCH_PROCESSING } from './engine.js';
 import { COST_COMPILE_OPTIONS } from './cost.js';
-import { launchArgv, parseLaunch, without, type LaunchElement } from './launch-graph.js';
+import { launchArgv, parseLaunch, replaced, without, type LaunchElement } from './launch-graph.js';
 import { killGroup, loadAverage, procCpuSeconds, programmeTs, ROOT, RtpCounters, rtpCounterBinary, Sender, sleep, stopAll } from './engine-harness.js';
 import { freeTcpPort } from '../test/helpers/ports.js';
 import { median, runIfMain, scriptFlags } from './process.js';
@@ -26,6 +26,8 @@ import { median, runIfMain, scriptFlags } from './process.js';
 export const CUTS: Record<string, (g: LaunchElement[]) => LaunchElement[]> = {
   none: (g) => g,
   'no-level': (g) => without(g, 'level'),
+  // the converter before l24pack (docs/elements-l24pack.md)
+  'audioconvert-out': (g) => replaced(g, 'outconvert', ['audioconvert', 'name=outconvert']),
 };
 
 const PERF_EVENTS = ['task-clock', 'context-switches', 'raw_syscalls:sys_enter'];

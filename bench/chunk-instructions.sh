@@ -2,14 +2,15 @@
 # Instructions the clock bridge's output thread spends per 4 ms chunk, element by element: a
 # load-independent figure (valgrind callgrind counts instructions; CPU time on a shared machine
 # moves by more than a cut saves). The graph after the bridge is the compiler's for the cost
-# bench's shape (level, loudnorm -23, 3-band EQ, audioconvert, rtpL24pay 1 ms, rtpbatch 4,
-# udpsink); the input is audiotestsrc pink noise, paced by the bridge (pace-input), instead of
-# SRT + AAC. Under callgrind the process runs ~50x slower than real time, so every chunk is late:
-# the output loop never sleeps and the figure is the user-space work of a chunk (no kernel time:
-# not the send, not the sleep). Counters are zeroed after WARMUP s (start-up and caps
-# negotiation left out), read at the end.
+# bench's shape (level, loudnorm -23, 3-band EQ, l24pack, rtpL24pay 1 ms, rtpbatch 4,
+# udpsink; OUTCONVERT=audioconvert puts back the converter the compiler wrote before l24pack);
+# the input is audiotestsrc pink noise, paced by the bridge (pace-input), instead of SRT + AAC.
+# Under callgrind the process runs ~50x slower than real time, so every chunk is late: the
+# output loop never sleeps and the figure is the user-space work of a chunk (no kernel time: not
+# the send, not the sleep). Counters are zeroed after WARMUP s (start-up and caps negotiation
+# left out), read at the end.
 #
-#   bench/chunk-instructions.sh [PLUGIN_DIR ...]     (default gst-plugins/build)
+#   [OUTCONVERT=audioconvert] bench/chunk-instructions.sh [PLUGIN_DIR ...]  (default gst-plugins/build)
 #
 # Prints, per plugin build: Ir per chunk of the whole output loop and of its parts. The
 # bridge's output thread asks SCHED_FIFO; it runs without CAP_SYS_NICE here (setpriv) so that
@@ -18,6 +19,8 @@ set -eu
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 WARMUP=${WARMUP:-14}
 WINDOW=${WINDOW:-30}
+OUTCONVERT=${OUTCONVERT:-l24pack}
+case $OUTCONVERT in l24pack | audioconvert) ;; *) echo "OUTCONVERT: l24pack or audioconvert" >&2; exit 2 ;; esac
 [ $# -gt 0 ] || set -- "$ROOT/gst-plugins/build"
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
@@ -32,7 +35,7 @@ for dir in "$@"; do
     ! level name=level interval=100000000 post-messages=true \
     ! loudnorm name=step0 target=-23 true-peak=-1 interval=100000000 \
     ! parametriceq name=step1 bands="100:4:1,1000:-3:2.5,8000:2:1" \
-    ! audioconvert name=outconvert ! rtpL24pay name=pay pt=96 min-ptime=1000000 max-ptime=1000000 \
+    ! "$OUTCONVERT" name=outconvert ! rtpL24pay name=pay pt=96 min-ptime=1000000 max-ptime=1000000 \
     ! rtpbatch name=batch packets=4 media-clock=true \
     ! udpsink name=out host=127.0.0.1 port=9 sync=true processing-deadline=0 async=false \
     < /dev/null > /dev/null 2> "$TMP/cg$i.err" &
@@ -53,7 +56,7 @@ for dir in "$@"; do
   chunks=$(grep -E '>.*bridge.c:clock_bridge_read \(' "$TMP/tree$i" | head -1 | sed 's/.*(\([0-9,]*\)x).*/\1/' | tr -d ,)
   echo "== $dir: $chunks chunks after the warm-up; Ir per chunk, inclusive"
   for fn in gstclockbridge.c:gst_clock_bridge_loop bridge.c:clock_bridge_read failover.c:failover_chunk gstloudnorm.c:gst_loudnorm_transform_ip \
-    gstparametriceq.c:gst_parametric_eq_transform_ip gst_audio_converter_samples gst_rtp_base_audio_payload_flush \
+    gstparametriceq.c:gst_parametric_eq_transform_ip gst_audio_converter_samples gstl24pack.c:gst_l24_pack_transform gst_rtp_base_audio_payload_flush \
     gstrtpbatch.c:gst_rtp_batch_chain; do
     ir=$(grep -E "^ *[0-9,]+ \([ 0-9.]+%\)  \*  .*$fn \[" "$TMP/tree$i" | head -1 | awk '{gsub(",","",$1); print $1}')
     [ -n "$ir" ] && [ -n "$chunks" ] && printf '%8d  %s\n' $((ir / chunks)) "$fn"

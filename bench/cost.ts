@@ -233,7 +233,7 @@ const STAGES: { stage: string; from: string; minus: string }[] = [
   { stage: '`level` (input meter)', from: 'full', minus: 'no-level' },
   { stage: '`loudnorm` (step0)', from: 'full', minus: 'no-loudnorm' },
   { stage: '`parametriceq` (step1)', from: 'full', minus: 'no-eq' },
-  { stage: 'audioconvert + rtpL24pay + rtpbatch (packets made)', from: 'no-send', minus: 'no-convert-pay' },
+  { stage: 'l24pack + rtpL24pay + rtpbatch (packets made)', from: 'no-send', minus: 'no-convert-pay' },
   { stage: 'udpsink (the send and its wait on the clock)', from: 'full', minus: 'no-send' },
 ];
 

@@ -57,6 +57,9 @@ export const ELEMENTS = {
   // ADTS AAC to raw frames, each passed on when complete (aacparse held one frame; gst-plugins/src/framer).
   aacframer: { name },
   audioconvert: { name },
+  // Ours (gst-plugins/src/pack): F32LE to S24BE for rtpL24pay in one pass, byte for byte as
+  // audioconvert, in half its instructions.
+  l24pack: { name },
   audioresample: { name },
   // The clock bridge (gst-plugins, docs/elements-clockbridge.md): the jitter buffer and adaptive
   // resampler from the sender's clock to the pipeline clock, which it provides.

@@ -12,7 +12,7 @@ import { INSTANCE_VAR } from '../process/reap.js';
 export const REQUIRED_ELEMENTS = [
   'srtsrc', 'typefind', 'tsdemux', 'decodebin', 'audioconvert', 'audioresample', 'level', 'rtpL24pay', 'udpsink',
 ] as const;
-export const OWN_ELEMENTS = ['clockbridge', 'loudnorm', 'parametriceq', 'pipelinestats', 'rtpbatch', 'srtaccess', 'chaindecode', 'enginecontrol', 'aacframer'] as const;
+export const OWN_ELEMENTS = ['clockbridge', 'loudnorm', 'parametriceq', 'pipelinestats', 'rtpbatch', 'srtaccess', 'chaindecode', 'enginecontrol', 'aacframer', 'l24pack'] as const;
 
 /** The repository (or installed package) root: the folder holding our package.json. */
 export function packageRoot(): string {

@@ -23,8 +23,11 @@ void t.test('every option reaches its element property and nothing else', async 
   const pay = argv.indexOf('rtpL16pay');
   t.same(argv.slice(pay, pay + 5), ['rtpL16pay', 'name=pay', 'pt=101', 'min-ptime=333334', 'max-ptime=333334']);
   t.notOk(argv.includes('rtpL24pay'));
+  t.same(argv.slice(pay - 3, pay), ['audioconvert', 'name=outconvert', '!'], 'L16: audioconvert makes the S16BE (it dithers at 16 bits)');
   t.ok(argv.includes('qos-dscp=46'));
   const eight = compile({ channels: 8, ptime: 0.125 });
+  const pay24 = eight.indexOf('rtpL24pay');
+  t.same(eight.slice(pay24 - 3, pay24), ['l24pack', 'name=outconvert', '!'], 'L24: l24pack makes the S24BE');
   t.ok(eight.includes('audio/x-raw,format=F32LE,layout=interleaved,rate=48000,channels=8'));
   t.ok(eight.includes('min-ptime=125000'));
 });

@@ -23,7 +23,7 @@ void t.test('the exact argv of the interface example', async (t) => {
     '!', 'level', 'name=level', 'interval=1000000000', 'post-messages=true',
     '!', 'loudnorm', 'name=step0', 'target=-23', 'true-peak=-1', 'interval=1000000000',
     '!', 'parametriceq', 'name=step1', 'bands="100:-2:1,8000:1.5:1"',
-    '!', 'audioconvert', 'name=outconvert',
+    '!', 'l24pack', 'name=outconvert',
     '!', 'rtpL24pay', 'name=pay', 'pt=96', 'min-ptime=1000000', 'max-ptime=1000000',
     '!', 'rtpbatch', 'name=batch', 'packets=1', 'media-clock=true',
     '!', 'udpsink', 'name=out', 'host=239.69.1.1', 'port=5004', 'ttl-mc=16', 'auto-multicast=true', 'qos-dscp=34', 'sync=true', 'processing-deadline=0', 'async=false',
