@@ -52,6 +52,15 @@ to_s24_block (const float *in, int32_t * s, size_t n)
     s[i] = to_s24 (in[i]);
 }
 
+/* one 24-bit value's three bytes, most significant first */
+static inline void
+put_s24be (uint8_t * p, int32_t v)
+{
+  p[0] = (uint8_t) ((uint32_t) v >> 16);
+  p[1] = (uint8_t) ((uint32_t) v >> 8);
+  p[2] = (uint8_t) v;
+}
+
 static inline void
 put_be32 (uint8_t * p, uint32_t w)
 {
@@ -76,11 +85,8 @@ pack_f32_s24be (const float *in, uint8_t * out, size_t samples)
       put_be32 (out + 3 * i + 4, b << 16 | (c >> 8 & 0xffff));
       put_be32 (out + 3 * i + 8, c << 24 | (d & 0xffffff));
     }
-    for (; i < n; i++) {
-      out[3 * i] = (uint8_t) ((uint32_t) s[i] >> 16);
-      out[3 * i + 1] = (uint8_t) ((uint32_t) s[i] >> 8);
-      out[3 * i + 2] = (uint8_t) s[i];
-    }
+    for (; i < n; i++)
+      put_s24be (out + 3 * i, s[i]);
     in += n;
     out += 3 * n;
     samples -= n;
@@ -90,10 +96,6 @@ pack_f32_s24be (const float *in, uint8_t * out, size_t samples)
 void
 pack_f32_s24be_scalar (const float *in, uint8_t * out, size_t samples)
 {
-  for (size_t i = 0; i < samples; i++) {
-    int32_t v = to_s24 (in[i]);
-    out[3 * i] = (uint8_t) ((uint32_t) v >> 16);
-    out[3 * i + 1] = (uint8_t) ((uint32_t) v >> 8);
-    out[3 * i + 2] = (uint8_t) v;
-  }
+  for (size_t i = 0; i < samples; i++)
+    put_s24be (out + 3 * i, to_s24 (in[i]));
 }

@@ -50,13 +50,16 @@ main (void)
   out[3 * n] = 0xa5;            /* a guard byte: nothing written past the end */
   for (size_t i = 0; i < n; i++)
     in[i] = (float) (cases[i].scaled / L);
-  pack_f32_s24be (in, out, n);
-  for (size_t i = 0; i < n; i++) {
-    int32_t got = unpack (out + 3 * i);
-    if (got != cases[i].want) {
-      printf ("FAIL: %.9g x 2^23 -> %d, want %d\n", cases[i].scaled, got,
-          cases[i].want);
-      failures++;
+  for (int p = 0; p < 2; p++) {
+    (p == 0 ? pack_f32_s24be : pack_f32_s24be_scalar) (in, out, n);
+    for (size_t i = 0; i < n; i++) {
+      int32_t got = unpack (out + 3 * i);
+      if (got != cases[i].want) {
+        printf ("FAIL: %s: %.9g x 2^23 -> %d, want %d\n",
+            p == 0 ? "four at a time" : "one at a time", cases[i].scaled, got,
+            cases[i].want);
+        failures++;
+      }
     }
   }
   if (out[3 * n] != 0xa5) {
@@ -78,17 +81,6 @@ main (void)
     printf ("FAIL: NaN -> %d, want 8388607 (clipped, never undefined)\n",
         unpack (out + 6));
     failures++;
-  }
-  /* the table through the one-at-a-time path */
-  for (size_t i = 0; i < n; i++)
-    in[i] = (float) (cases[i].scaled / L);
-  pack_f32_s24be_scalar (in, out, n);
-  for (size_t i = 0; i < n; i++) {
-    if (unpack (out + 3 * i) != cases[i].want) {
-      printf ("FAIL: one at a time: %.9g x 2^23 -> %d, want %d\n",
-          cases[i].scaled, unpack (out + 3 * i), cases[i].want);
-      failures++;
-    }
   }
   /* both paths on seeded random samples over +-1.5, with NaN and the
    * infinities, for every length up to RANDOM */
