@@ -18,6 +18,8 @@
 #define SLOTS 16
 
 static pid_t slots[SLOTS];
+/* threads inside rt_guard_realtime(): promoted, not yet woken as real-time */
+static pid_t promoting[SLOTS];
 static unsigned long pending;   /* tids in slots */
 static unsigned long demotions;
 static unsigned long soft_us;   /* the soft limit the handler restores */
@@ -82,11 +84,23 @@ say (pid_t tid)
   put (2, " ms of real-time CPU without blocking: it runs SCHED_OTHER now\n");
 }
 
+/* async-signal-safe: the kernel raised the process's soft limit by a
+ * second when it sent SIGXCPU: back to ours */
+static void
+restore_soft_limit (void)
+{
+  struct rlimit rt;
+  if (getrlimit (RLIMIT_RTTIME, &rt) == 0 && rt.rlim_cur != soft_us) {
+    rt.rlim_cur = soft_us;
+    setrlimit (RLIMIT_RTTIME, &rt);
+  }
+}
+
 static void
 on_sigxcpu (int sig, siginfo_t * info, void *context)
 {
   int saved = errno;
-  struct rlimit cpu, rt;
+  struct rlimit cpu;
   struct sched_param other = {.sched_priority = 0 };
   pid_t tid = own_tid ();
 
@@ -99,14 +113,19 @@ on_sigxcpu (int sig, siginfo_t * info, void *context)
     errno = saved;
     return;
   }
+  /* A thread being promoted has not run real-time yet: the count is its last
+   * real-time stretch's (a timer tick between the promotion and its first
+   * wake-up).  Its sleep in rt_guard_realtime() clears the count. */
+  for (int i = 0; i < SLOTS; i++)
+    if (__atomic_load_n (&promoting[i], __ATOMIC_SEQ_CST) == tid) {
+      restore_soft_limit ();
+      errno = saved;
+      return;
+    }
   /* RLIMIT_RTTIME's soft limit: the kernel sends it to the thread that ran
    * over it (current), a SCHED_FIFO/RR one.  pid 0 is the calling thread. */
   sched_setscheduler (0, SCHED_OTHER, &other);
-  /* the kernel raised the process's soft limit by a second: back to ours */
-  if (getrlimit (RLIMIT_RTTIME, &rt) == 0 && rt.rlim_cur != soft_us) {
-    rt.rlim_cur = soft_us;
-    setrlimit (RLIMIT_RTTIME, &rt);
-  }
+  restore_soft_limit ();
   for (int i = 0; i < SLOTS; i++) {
     pid_t free_slot = 0;
     if (__atomic_compare_exchange_n (&slots[i], &free_slot, tid, 0,
@@ -151,23 +170,64 @@ rt_guard_install (unsigned long limit_us)
   return (unsigned long) rt.rlim_cur;
 }
 
-int
-rt_guard_realtime (int priority)
+#ifdef RT_GUARD_TEST_FAULTS
+/* tests only (tests/clock/meson.build, clock-rtguard-faults): a timer tick
+ * between the promotion and the sleep, made certain by holding the CPU 10 ms
+ * (ticks are at most 10 ms apart), and a first sleep that does not block */
+static void
+fault_hold_after_promotion (void)
 {
-  struct sched_param fifo = {.sched_priority = priority };
-  struct timespec wake = {.tv_sec = 0,.tv_nsec = 50000 };
-  int err = pthread_setschedparam (pthread_self (), SCHED_FIFO, &fifo);
-
-  if (err == 0)
-    while (nanosleep (&wake, &wake) != 0 && errno == EINTR);
-  return err;
+  struct timespec a, b;
+  clock_gettime (CLOCK_MONOTONIC, &a);
+  do
+    clock_gettime (CLOCK_MONOTONIC, &b);
+  while ((b.tv_sec - a.tv_sec) * 1000000000LL + b.tv_nsec - a.tv_nsec <
+      10000000LL);
 }
+#endif
 
 static long
 voluntary_switches (void)
 {
   struct rusage ru;
   return getrusage (RUSAGE_THREAD, &ru) == 0 ? ru.ru_nvcsw : -1;
+}
+
+int
+rt_guard_realtime (int priority)
+{
+  struct sched_param fifo = {.sched_priority = priority };
+  struct timespec wake = {.tv_sec = 0,.tv_nsec = 50000 };
+  pid_t tid = own_tid (), free_slot;
+  int slot = -1, err;
+
+  for (int i = 0; i < SLOTS && slot < 0; i++) {
+    free_slot = 0;
+    if (__atomic_compare_exchange_n (&promoting[i], &free_slot, tid, 0,
+            __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+      slot = i;
+  }
+  err = pthread_setschedparam (pthread_self (), SCHED_FIFO, &fifo);
+#ifdef RT_GUARD_TEST_FAULTS
+  if (err == 0)
+    fault_hold_after_promotion ();
+#endif
+  /* a sleep whose timer ran out before the thread got to block is no
+   * wake-up: the count is cleared only by one that switched out */
+  for (int tries = 0; err == 0 && tries < 8; tries++) {
+    long before = voluntary_switches ();
+    struct timespec left = wake;
+#ifdef RT_GUARD_TEST_FAULTS
+    if (tries == 0)
+      left.tv_nsec = 0;
+#endif
+    while (nanosleep (&left, &left) != 0 && errno == EINTR);
+    if (voluntary_switches () != before)
+      break;
+  }
+  if (slot >= 0)
+    __atomic_store_n (&promoting[slot], 0, __ATOMIC_SEQ_CST);
+  return err;
 }
 
 RtGuardEvent

@@ -48,7 +48,8 @@ unsigned long rt_guard_install (unsigned long limit_us);
  * (EPERM: no CAP_SYS_NICE or RLIMIT_RTPRIO).  Granted, the thread sleeps
  * 50 µs: the kernel counts RLIMIT_RTTIME from a real-time thread's last
  * wake-up, and a thread that was demoted and is promoted again would
- * otherwise carry its old count over the limit at once. */
+ * otherwise carry its old count over the limit at once.  A SIGXCPU for that
+ * old count (a timer tick before the sleep) is not a demotion. */
 int rt_guard_realtime (int priority);
 
 /* For the calling thread; cheap (one atomic load) while nothing happened. */
