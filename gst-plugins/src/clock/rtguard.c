@@ -31,6 +31,20 @@ own_tid (void)
   return (pid_t) syscall (SYS_gettid);
 }
 
+/* async-signal-safe: the first of table's SLOTS entries that held `from`
+ * now holds `to`; its index, or -1 when none held `from` */
+static int
+slot_swap (pid_t * table, pid_t from, pid_t to)
+{
+  for (int i = 0; i < SLOTS; i++) {
+    pid_t expected = from;
+    if (__atomic_compare_exchange_n (&table[i], &expected, to, 0,
+            __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+      return i;
+  }
+  return -1;
+}
+
 /* async-signal-safe: writes s (up to its NUL) */
 static void
 put (int fd, const char *s)
@@ -126,14 +140,8 @@ on_sigxcpu (int sig, siginfo_t * info, void *context)
    * over it (current), a SCHED_FIFO/RR one.  pid 0 is the calling thread. */
   sched_setscheduler (0, SCHED_OTHER, &other);
   restore_soft_limit ();
-  for (int i = 0; i < SLOTS; i++) {
-    pid_t free_slot = 0;
-    if (__atomic_compare_exchange_n (&slots[i], &free_slot, tid, 0,
-            __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
-      __atomic_add_fetch (&pending, 1, __ATOMIC_SEQ_CST);
-      break;
-    }
-  }
+  if (slot_swap (slots, 0, tid) >= 0)
+    __atomic_add_fetch (&pending, 1, __ATOMIC_SEQ_CST);
   __atomic_add_fetch (&demotions, 1, __ATOMIC_SEQ_CST);
   say (tid);
   errno = saved;
@@ -198,15 +206,8 @@ rt_guard_realtime (int priority)
 {
   struct sched_param fifo = {.sched_priority = priority };
   struct timespec wake = {.tv_sec = 0,.tv_nsec = 50000 };
-  pid_t tid = own_tid (), free_slot;
-  int slot = -1, err;
+  int slot = slot_swap (promoting, 0, own_tid ()), err;
 
-  for (int i = 0; i < SLOTS && slot < 0; i++) {
-    free_slot = 0;
-    if (__atomic_compare_exchange_n (&promoting[i], &free_slot, tid, 0,
-            __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
-      slot = i;
-  }
   err = pthread_setschedparam (pthread_self (), SCHED_FIFO, &fifo);
 #ifdef RT_GUARD_TEST_FAULTS
   if (err == 0)
@@ -243,15 +244,11 @@ rt_guard_poll (RtGuardThread * t)
     return RT_GUARD_FINE;
   if (t->tid == 0)
     t->tid = own_tid ();
-  for (int i = 0; i < SLOTS; i++) {
-    pid_t mine = t->tid;
-    if (__atomic_compare_exchange_n (&slots[i], &mine, 0, 0,
-            __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
-      __atomic_sub_fetch (&pending, 1, __ATOMIC_SEQ_CST);
-      t->demoted = 1;
-      t->nvcsw = voluntary_switches ();
-      return RT_GUARD_DEMOTED;
-    }
+  if (slot_swap (slots, t->tid, 0) >= 0) {
+    __atomic_sub_fetch (&pending, 1, __ATOMIC_SEQ_CST);
+    t->demoted = 1;
+    t->nvcsw = voluntary_switches ();
+    return RT_GUARD_DEMOTED;
   }
   return RT_GUARD_FINE;
 }
