@@ -120,9 +120,10 @@ export async function admissionBench(s: AdmissionBenchSettings): Promise<Admissi
       senders.push(Sender.start(s.sender, s.programme, [srtPort]));
       const until = performance.now() + 30_000;
       for (;;) {
-        const got = (await counters.snapshot()).sockets.find((c) => c.port === rtpPort)?.packets ?? 0;
+        // the programme, not only packets: the bridge sends silence until its input comes
+        const got = (await counters.snapshot()).sockets.find((c) => c.port === rtpPort)?.audio_frames ?? 0;
         if (got > 0) break;
-        if (performance.now() > until) throw new Error(`pipeline ${pipelines.length}: no RTP in 30 s`);
+        if (performance.now() > until) throw new Error(`pipeline ${pipelines.length}: no audio in 30 s`);
         await sleep(200);
       }
       // the engine's 5 s window then sees the new sender and pipeline

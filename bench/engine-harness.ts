@@ -324,6 +324,8 @@ export interface RtpCount {
   silent_frames: number;
   silences: number;
   longest_silence: number;
+  /** frames with a sample that is not 0: the programme has reached the receiver (a bridge sends silence until it does) */
+  audio_frames: number;
 }
 
 export interface RtpSnapshot {

@@ -66,7 +66,7 @@ import { COST_COMPILE_OPTIONS, FLOOR_SENDER_SOURCE } from './cost.js';
 import {
   referenceScaleCommands, referenceScaleStep, referenceSrtStats, SCALE_REFERENCE_KINDS, type ReferenceScaleSetup, type ReferenceScaleStep, type ScaleReferenceKind,
 } from './scale-reference.js';
-import { openRigWindow, realTimeReasons, rtpTotals, rtpWindowSample, spread, sweepEnd, sweepSideBySide, waitForRtp, type RtpWindowSample, type ScaleStepFigures } from './scale-window.js';
+import { openRigWindow, realTimeReasons, rtpTotals, rtpWindowSample, spread, sweepEnd, sweepSideBySide, waitForAudio, type RtpWindowSample, type ScaleStepFigures } from './scale-window.js';
 
 export interface EngineBenchOptions {
   /** which parts to run (default both) */
@@ -172,7 +172,7 @@ export interface ScaleStep extends ScaleStepFigures {
   /** s between the two scrapes the children's and the engine's CPU deltas come from (windowS: the counter's) */
   cpuWindowS: number;
   srt: { lost: number; dropped: number };
-  /** ms from the first create to every pipeline running (flowingMs: to every receiver getting packets) */
+  /** ms from the first create to every pipeline running (flowingMs: to every receiver carrying the programme) */
   startAllMs: number;
   /** real-time threads the clock bridge's guard moved to SCHED_OTHER during the step, by thread name */
   rtDemotions: Record<string, number>;
@@ -578,8 +578,11 @@ async function scaleStep(s: Settings, root: string, n: number, rig: ScaleRig): P
     const startAllMs = performance.now() - t0;
     const sendersAt = performance.now();
     senders = Sender.startAll(s.sender, rig.programme, pipelines.map((p) => p.srtPort), s.sender === 'gst-shared' ? await freeUdpPort() : 0, s.senderRate);
-    const silent = await waitForRtp(counters, 30_000);
-    if (silent > 0) throw new Error(`N=${n}: ${silent} receiver(s) got no RTP in 30 s`);
+    // the settle counts from the programme at every receiver: at 24 pipelines on 2 cores it came
+    // 10-15 s after the shared sender started (each child loads its decoder's libraries at its
+    // first audio, all at once), and a window opened before then judged that start-up
+    const silent = await waitForAudio(counters, 60_000);
+    if (silent > 0) throw new Error(`N=${n}: ${silent} receiver(s) got no audio in 60 s`);
     const flowingMs = performance.now() - t0;
     await sleep(s.settleS * 1000);
 
@@ -670,7 +673,8 @@ async function scaleStep(s: Settings, root: string, n: number, rig: ScaleRig): P
         `real-time threads demoted: ${demoted.length > 0 ? demoted.join(', ') : 'none'}; ` +
         `drift ${Math.min(...samples.map((p) => p.driftPpm)).toFixed(1)}..${Math.max(...samples.map((p) => p.driftPpm)).toFixed(1)} ppm at the end, ` +
         `${Math.min(...driftReadings).toFixed(1)}..${Math.max(...driftReadings).toFixed(1)} ppm ` +
-        `every 10 s from 60 s after the senders started (the senders' truth: ${((s.senderRate - 1) * 1e6).toFixed(0)} ppm against the host clock)`,
+        `every 10 s from 60 s after the senders started (the senders' truth: ${((s.senderRate - 1) * 1e6).toFixed(0)} ppm against the host clock); ` +
+        `the programme at every receiver ${((flowingMs - startAllMs) / 1000).toFixed(1)} s after the senders started, the window from ${s.settleS} s later`,
     );
     for (const line of step.underrunsSaid.slice(0, 20)) s.log(`scale N=${n}: underrun: ${line}`);
     if (step.underrunsSaid.length > 20) s.log(`scale N=${n}: ... and ${step.underrunsSaid.length - 20} more underrun lines (in the JSON)`);

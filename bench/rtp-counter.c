@@ -18,10 +18,12 @@
  * then reads commands on stdin, one a line, and answers each with one line on stdout:
  *   reset     -> ok            counters to zero; the next packet of each socket is not a gap
  *   snapshot  -> {"window_s":S,"sockets":[{"port":P,"packets":X,"gaps":G,"drops":D,
- *                  "silent_frames":F,"silences":K,"longest_silence":L},...]}
+ *                  "silent_frames":F,"silences":K,"longest_silence":L,"audio_frames":A},...]}
  *                S = seconds since the last reset (CLOCK_MONOTONIC, or since start); F = frames in
  *                silent runs, K = silent runs that ended (or are going on), L = the longest run's
- *                frames, all since the last reset (a run going on at the reset counts from it); D = datagrams
+ *                frames, A = frames with a sample that is not 0 (the programme has arrived: an
+ *                engine's bridge sends silence until it does), all since the last reset (a run
+ *                going on at the reset counts from it); D = datagrams
  *                the kernel dropped on that socket's full receive buffer since then (SO_RXQ_OVFL):
  *                a gap that is the counter's own fault, not the sender's
  *   (other)   -> error unknown command
@@ -73,6 +75,7 @@ struct counter {
 	uint64_t silent_frames;   /* frames in silent runs (>= SILENT_RUN_FRAMES) since the reset */
 	uint64_t silences;        /* silent runs since the reset */
 	uint64_t longest_silence; /* frames */
+	uint64_t audio_frames;    /* frames with a non-zero sample since the reset */
 };
 
 static int channels = 2;
@@ -128,13 +131,14 @@ static void reset_all(void)
 		counters[i].silent_frames = 0;
 		counters[i].silences = 0;
 		counters[i].longest_silence = 0;
+		counters[i].audio_frames = 0;
 	}
 	window_start = now_s();
 }
 
 static void snapshot(void)
 {
-	size_t cap = 64 + (size_t)n_counters * 192;
+	size_t cap = 64 + (size_t)n_counters * 224;
 	char *buf = malloc(cap);
 	if (buf == NULL)
 		die("malloc");
@@ -145,12 +149,14 @@ static void snapshot(void)
 		uint64_t run = c->zero_run >= SILENT_RUN_FRAMES ? c->zero_run : 0;
 		len += (size_t)snprintf(buf + len, cap - len,
 					"%s{\"port\":%d,\"packets\":%llu,\"gaps\":%llu,\"drops\":%u,"
-					"\"silent_frames\":%llu,\"silences\":%llu,\"longest_silence\":%llu}",
+					"\"silent_frames\":%llu,\"silences\":%llu,\"longest_silence\":%llu,"
+					"\"audio_frames\":%llu}",
 					i == 0 ? "" : ",", c->port, (unsigned long long)c->packets,
 					(unsigned long long)c->gaps, c->drops_total - c->drops_at_reset,
 					(unsigned long long)(c->silent_frames + run),
 					(unsigned long long)(c->silences + (run > 0)),
-					(unsigned long long)(run > c->longest_silence ? run : c->longest_silence));
+					(unsigned long long)(run > c->longest_silence ? run : c->longest_silence),
+					(unsigned long long)c->audio_frames);
 	}
 	len += (size_t)snprintf(buf + len, cap - len, "]}\n");
 	write_all(buf, len);
@@ -235,10 +241,12 @@ static void judge_payload(struct counter *c, const unsigned char *p, size_t len)
 				break;
 			}
 		}
-		if (zero)
+		if (zero) {
 			c->zero_run++;
-		else
+		} else {
 			end_run(c);
+			c->audio_frames++;
+		}
 	}
 }
 

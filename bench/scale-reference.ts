@@ -26,7 +26,7 @@ import { freeUdpPort } from '../test/helpers/ports.js';
 import { killGroup, loadAverage, RtpCounters, Sender, sleep, stopAll, type SenderKind } from './engine-harness.js';
 import { ffmpegPipelineArgv, type FfmpegEqBand } from './ffmpeg-pipeline.js';
 import { CUT_SINK, cutAfter, launchArgv, parseLaunch } from './launch-graph.js';
-import { openRigWindow, realTimeReasons, rtpTotals, rtpWindowSample, spread, waitForRtp, type RtpWindowSample, type ScaleStepFigures } from './scale-window.js';
+import { openRigWindow, realTimeReasons, rtpTotals, rtpWindowSample, spread, waitForAudio, type RtpWindowSample, type ScaleStepFigures } from './scale-window.js';
 
 /** What the scale bench can run beside the engine as its reference. */
 export type ScaleReferenceKind = 'ffmpeg' | 'floor';
@@ -68,7 +68,7 @@ export interface ReferenceScalePipelineSample extends RtpWindowSample {
  * summed); the reasons follow the engine's rule, without SRT loss (not read, see `srtStats`).
  */
 export interface ReferenceScaleStep extends ScaleStepFigures {
-  /** ms from the first process started to every SRT listener bound (flowingMs: to every receiver getting packets) */
+  /** ms from the first process started to every SRT listener bound (flowingMs: to every receiver carrying the programme) */
   listeningMs: number;
   pipelines: ReferenceScalePipelineSample[];
 }
@@ -219,7 +219,7 @@ export async function referenceScaleStep(setup: ReferenceScaleSetup, n: number):
     await waitListening(pipelines, 30_000 + 500 * n);
     const listeningMs = performance.now() - t0;
     senders = Sender.startAll(setup.sender, setup.programme, pipelines.map((p) => p.srtPort), setup.sender === 'gst-shared' ? await freeUdpPort() : 0, setup.senderRate);
-    const notFlowing = await waitForRtp(counters, 30_000);
+    const notFlowing = await waitForAudio(counters, 60_000);
     const flowingMs = performance.now() - t0;
     await sleep(setup.settleS * 1000);
 
@@ -242,7 +242,7 @@ export async function referenceScaleStep(setup: ReferenceScaleSetup, n: number):
       errors: [...p.errors],
     }));
     const reasons = realTimeReasons(samples, { senders });
-    if (notFlowing > 0) reasons.unshift(`${notFlowing} receiver(s) got no RTP in 30 s`);
+    if (notFlowing > 0) reasons.unshift(`${notFlowing} receiver(s) got no audio in 60 s`);
     const pipelineCpuPct = spread(samples.map((p) => p.cpuPct));
     const rss = spread(samples.map((p) => p.rssMiB));
     const step: ReferenceScaleStep = {

@@ -127,7 +127,7 @@ export interface ScaleStepFigures {
   accountedPctOfMachine: number;
   /** rates over the counter's own window (its clock, from reset to snapshot) */
   rtp: { totalGaps: number; counterDrops: number; minRatePerS: number; maxRatePerS: number };
-  /** ms from the step's start to every receiver getting packets */
+  /** ms from the step's start to every receiver carrying the programme (a sample that is not 0) */
   flowingMs: number;
   loadBefore: string;
 }
@@ -184,14 +184,16 @@ export function rtpTotals(pipelines: readonly RtpWindowSample[]): { totalGaps: n
 }
 
 /**
- * Waits (200 ms polls, up to `timeoutMs`) until every socket of the counter has had a packet;
- * returns how many still had none (0: all flowing).
+ * Waits (200 ms polls, up to `timeoutMs`) until every receiver carries the programme: a frame
+ * with a sample that is not 0 (an engine's pipeline sends silence on its own clock from the
+ * moment it runs, so packets alone do not say the audio has come). Returns how many receivers
+ * had none when the time ran out (0: the programme at all of them).
  */
-export async function waitForRtp(counters: RtpCounters, timeoutMs: number): Promise<number> {
+export async function waitForAudio(counters: RtpCounters, timeoutMs: number): Promise<number> {
   const until = performance.now() + timeoutMs;
   for (;;) {
-    const silent = (await counters.snapshot()).sockets.filter((c) => c.packets === 0).length;
-    if (silent === 0 || performance.now() > until) return silent;
+    const waiting = (await counters.snapshot()).sockets.filter((c) => c.audio_frames === 0).length;
+    if (waiting === 0 || performance.now() > until) return waiting;
     await sleep(200);
   }
 }

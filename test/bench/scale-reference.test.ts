@@ -58,7 +58,7 @@ void t.test('the real-time rule: every reason, for either kind', async (t) => {
 });
 
 void t.test("a pipeline's RTP figures from the counter's snapshot", async (t) => {
-  const snapshot = { windowS: 20, sockets: [{ port: 5000, packets: 20000, gaps: 1, drops: 0, silent_frames: 480, silences: 1, longest_silence: 480 }] };
+  const snapshot = { windowS: 20, sockets: [{ port: 5000, packets: 20000, gaps: 1, drops: 0, silent_frames: 480, silences: 1, longest_silence: 480, audio_frames: 47520 }] };
   t.same(rtpWindowSample(snapshot, 5000), { rtpPackets: 20000, rtpGaps: 1, rtpCounterDrops: 0, rtpRatePerS: 1000, silentMs: 10, silences: 1 });
   t.same(rtpWindowSample(snapshot, 5002), { rtpPackets: 0, rtpGaps: 0, rtpCounterDrops: 0, rtpRatePerS: 0, silentMs: 0, silences: 0 }, 'no socket: nothing received');
 });

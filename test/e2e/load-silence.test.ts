@@ -81,6 +81,8 @@ void t.test(`${PIPELINES} pipelines beside two busy loops for ${WINDOW_S} s: no 
     t.ok(a != null && b != null && a.underruns === b.underruns, `${p.id}: no underrun (${b?.underruns} -> ${a?.underruns})`);
     t.ok(a != null && b != null && a.inserted_silence_seconds === b.inserted_silence_seconds,
       `${p.id}: no inserted silence in the engine's count (${b?.inserted_silence_seconds} -> ${a?.inserted_silence_seconds} s)`);
+    // and the programme itself came out, not a packet stream of silence or near it
+    t.ok(rtp.audio_frames >= 0.99 * 48 * rtp.packets, `${p.id}: audio in ${(100 * rtp.audio_frames / Math.max(1, 48 * rtp.packets)).toFixed(2)} % of the frames`);
     t.equal(rtp.gaps, 0, `${p.id}: no RTP sequence gap (${rtp.drops} datagram(s) dropped at the receiver)`);
     t.ok(Math.abs(rate - 1000) <= 20, `${p.id}: ${rate.toFixed(1)} packets/s`);
     t.equal(after[i]?.input_state, 'receiving', `${p.id}: still receiving`);
