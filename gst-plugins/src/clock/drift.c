@@ -530,7 +530,7 @@ clock_drift_ready (const ClockDrift * d)
   /* a slope beyond any clock's is an input that arrives starved (a host
    * so busy that a minute brings a third of a minute of audio) */
   return d->fitted && d->span >= CLOCK_DRIFT_MIN_S
-      && fabs (d->b) <= CLOCK_DRIFT_MAX_RATE;
+      && fabs (d->b) <= CLOCK_DRIFT_MAX_RATE && d->se <= CLOCK_DRIFT_MAX_SE;
 }
 
 double
