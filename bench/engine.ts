@@ -579,7 +579,7 @@ async function scaleStep(s: Settings, root: string, n: number, rig: ScaleRig): P
     const sendersAt = performance.now();
     senders = Sender.startAll(s.sender, rig.programme, pipelines.map((p) => p.srtPort), s.sender === 'gst-shared' ? await freeUdpPort() : 0, s.senderRate);
     // the settle counts from the programme at every receiver: at 24 pipelines on 2 cores it came
-    // 10-15 s after the shared sender started (each child loads its decoder's libraries at its
+    // 13-27 s after the shared sender started (each child loads its decoder's libraries at its
     // first audio, all at once), and a window opened before then judged that start-up
     const silent = await waitForAudio(counters, 60_000);
     if (silent > 0) throw new Error(`N=${n}: ${silent} receiver(s) got no audio in 60 s`);
