@@ -269,7 +269,7 @@ steady (const ClockBridge * b)
 {
   return b->settle_left == 0
       && fabs (clock_loop_fill (&b->loop) - setpoint_s (b)) <
-      fmax (CLOCK_LOOP_REACQUIRE_S,
+      fmax (CLOCK_LOOP_NEAR_S,
           0.25 * (double) clock_packets_closed (&b->packets) / b->rate);
 }
 

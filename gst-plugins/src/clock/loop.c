@@ -50,10 +50,8 @@ clock_loop_update (ClockLoop * l, double fill_s, double dt)
   l->lp1 += a * (fill_s - l->lp1);
   l->lp2 += a * (l->lp1 - l->lp2);
   e = l->lp2 - l->target;
-  if (fabs (e) > CLOCK_LOOP_REACQUIRE_S)
-    l->t = 0.0;
   /* anti-windup: a large error is a fill offset (a burst, a start), not a
-   * drift: the integrator sees at most +-REACQUIRE and stops while u is
+   * drift: the integrator sees at most +-NEAR and stops while u is
    * at its bound */
   l->hold_t += dt;
   if (l->hold && (fabs (e) < CLOCK_LOOP_SETPOINT_STEP_S
@@ -61,7 +59,7 @@ clock_loop_update (ClockLoop * l, double fill_s, double dt)
     l->hold = 0;
   if (!l->hold && fabs (2.0 * CLOCK_LOOP_ZETA * w * e + l->integ) <
       l->max_u)
-    l->integ = clamp (l->integ + w * w * clamp (e, CLOCK_LOOP_REACQUIRE_S) *
+    l->integ = clamp (l->integ + w * w * clamp (e, CLOCK_LOOP_NEAR_S) *
         dt, CLOCK_LOOP_MAX_DRIFT);
   l->u = clamp (2.0 * CLOCK_LOOP_ZETA * w * e + l->integ, l->max_u);
   l->t += dt;

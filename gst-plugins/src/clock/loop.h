@@ -19,14 +19,22 @@
  *
  *   w(t) = W_SLOW + (W_FAST - W_SLOW) exp(-t / SCHEDULE_S)
  *
- * with t the time since the last (re)start.  Fast (5 s time constant) so a
- * new caller's clock is acquired in seconds, slow (20 s) so that packet
- * jitter leaves the pitch alone.  When the filtered error leaves
- * +-CLOCK_LOOP_REACQUIRE_S (a step change of the input rate) the schedule
- * restarts fast.  u is bounded to +-CLOCK_LOOP_MAX_U (or max_u, set after
- * init: the bridge's paced input drains a backlog more gently), I to
- * +-CLOCK_LOOP_MAX_DRIFT; I integrates e bounded to +-CLOCK_LOOP_REACQUIRE_S
- * and holds while u is at its bound (anti-windup: a large error is a fill
+ * with t the time since the last (re)start: 1/w = 3.3 s at a start, so a
+ * new caller's clock is acquired in seconds, 20 s once settled, so that a
+ * busy host's late and bunched packets leave the pitch alone (the
+ * proportional part is 2 w e: 1 ms of fill error is 100 ppm of pitch).
+ * Nothing but a restart (a new stream, a refill) makes it fast again: the
+ * filtered fill of a loaded host wanders by several ms for seconds, and a
+ * loop that took every such excursion for a step of the input rate and
+ * restarted fast followed that noise with its pitch (issue 26: a mean
+ * |ratio - 1| of 2000 ppm at 24 pipelines on one shared sender).  A real
+ * step of the input rate is met by the slow loop (a 2000 ppm step peaks at
+ * 2000e-6 / (e W_SLOW) = 15 ms of fill error, inside the jitter reserve)
+ * and by the drift line, which becomes I once it is ready (bridge.c).
+ * u is bounded to +-CLOCK_LOOP_MAX_U (or max_u, set after init: the
+ * bridge's paced input drains a backlog more gently), I to
+ * +-CLOCK_LOOP_MAX_DRIFT; I integrates e bounded to +-CLOCK_LOOP_NEAR_S and
+ * holds while u is at its bound (anti-windup: a large error is a fill
  * offset, not a drift).  When the setpoint jumps up by more than
  * CLOCK_LOOP_SETPOINT_STEP_S, I also holds until the fill is within that
  * of the new setpoint, at most CLOCK_LOOP_HOLD_S: the P term moves the
@@ -36,10 +44,11 @@
 
 #define CLOCK_LOOP_FILTER_S 0.25
 #define CLOCK_LOOP_W_FAST 0.3
-#define CLOCK_LOOP_W_SLOW 0.1
+#define CLOCK_LOOP_W_SLOW 0.05
 #define CLOCK_LOOP_SCHEDULE_S 20.0
 #define CLOCK_LOOP_ZETA 1.0
-#define CLOCK_LOOP_REACQUIRE_S 0.002
+/* an error this small is the loop's own ripple (bridge.c: steady) */
+#define CLOCK_LOOP_NEAR_S 0.002
 #define CLOCK_LOOP_SETPOINT_STEP_S 0.0005
 #define CLOCK_LOOP_HOLD_S 5.0
 #define CLOCK_LOOP_MAX_U 0.005

@@ -2,7 +2,7 @@
  * arrivals recorded under load.
  *
  *   test-clock-replay [--jitter S] [--ppm P] [--drift-from S] [--drift-tol PPM]
- *                     [--drift-only] [--trace] FILE...
+ *                     [--pitch-tol PPM] [--drift-only] [--trace] FILE...
  *
  *   --jitter S      the bridge's target (default 0.05 s: the engine's
  *                   default engine.jitter_ms)
@@ -10,7 +10,10 @@
  *                   every arrival time is divided by that (the truth is P)
  *   --drift-from S  the drift is checked from S s on (default 60)
  *   --drift-tol T   ... within T ppm of the truth (default 20)
- *   --drift-only    only the drift is checked (the fill figures are printed)
+ *   --pitch-tol T   the ratio's mean distance from 1 + the truth, from
+ *                   --drift-from on, at most T ppm (default 578: a cent)
+ *   --drift-only    only the drift is checked (the fill and pitch figures
+ *                   are printed)
  *   --trace         every TRACE_S of the output clock: the reported drift
  *                   against the arrivals' own lower envelope (the earliest
  *                   offset t - input seconds of the last TRACE_S, ms, from
@@ -32,7 +35,10 @@
  *     cannot be foreseen from the ones before it);
  *   - no overrun (a late packet's backlog is not a burst to trim);
  *   - the reported drift within --drift-tol of the truth (the senders ran
- *     on the receiver's clock: 0 ppm, or --ppm) from --drift-from on.
+ *     on the receiver's clock: 0 ppm, or --ppm) from --drift-from on;
+ *   - the pitch: the resampling ratio, from --drift-from on, on average
+ *     within --pitch-tol of 1 + the truth (the loop does not play the
+ *     host's late and bunched packets as a wobble of the pitch).
  * Prints the figures per file, and the setpoint the bridge settled at. */
 #include "bridge.h"
 
@@ -60,6 +66,7 @@ typedef struct
 
 static double target_s = 0.05;
 static double sender_ppm = 0.0, drift_from_s = 60.0, drift_tol_ppm = 20.0;
+static double pitch_tol_ppm = 578.0;
 static int drift_only, trace;
 
 /* the writes of a recording, arrival times from its first write; NULL on
@@ -111,6 +118,10 @@ replay (const char *path)
   float *in, out[CHUNK * 2];
   double t_out = -0.5, end, max_drift = 0.0, max_latency = 0.0;
   double silent_after = 0.0;
+  /* the pitch: |ratio - (1 + truth)| from --drift-from on, its sum and
+   * count (for the mean) and its largest */
+  double pitch_sum = 0.0, pitch_max = 0.0;
+  unsigned long pitch_n = 0;
   uint64_t underruns_at_warmup = 0, overruns_at_warmup = 0;
   int warm = 0, audio_started = 0;
   unsigned largest = 0;
@@ -189,6 +200,13 @@ replay (const char *path)
     }
     if (t_out >= drift_from_s && fabs (st.drift_ppm - sender_ppm) > max_drift)
       max_drift = fabs (st.drift_ppm - sender_ppm);
+    if (t_out >= drift_from_s) {
+      double p = fabs (st.ratio - 1.0 - sender_ppm * 1e-6) * 1e6;
+      pitch_sum += p;
+      pitch_n++;
+      if (p > pitch_max)
+        pitch_max = p;
+    }
     if (warm && st.fill_s > max_latency)
       max_latency = st.fill_s;
   }
@@ -196,14 +214,16 @@ replay (const char *path)
   printf ("%-22s %zu writes over %.1f s: underruns %llu (%llu after %.0f s), "
       "overruns %llu (%llu after), inserted silence after %.0f s %.1f ms "
       "(%.1f ms in all), |drift - %+.0f| from %.0f s at most %.2f ppm (now %+.2f), "
-      "setpoint %.1f ms, average fill at most %.1f ms\n", name, n, end,
+      "setpoint %.1f ms, average fill at most %.1f ms, "
+      "|ratio - truth| from %.0f s mean %.0f max %.0f ppm\n", name, n, end,
       (unsigned long long) st.underruns,
       (unsigned long long) (st.underruns - underruns_at_warmup), WARMUP_S,
       (unsigned long long) st.overruns,
       (unsigned long long) (st.overruns - overruns_at_warmup), WARMUP_S,
       silent_after * 1e3 / RATE, st.inserted_s * 1e3, sender_ppm, drift_from_s,
       max_drift,
-      st.drift_ppm, st.setpoint_s * 1e3, max_latency * 1e3);
+      st.drift_ppm, st.setpoint_s * 1e3, max_latency * 1e3, drift_from_s,
+      pitch_n ? pitch_sum / pitch_n : 0.0, pitch_max);
   if (!drift_only) {
     CHECK (st.underruns == underruns_at_warmup,
         "%s: %llu underruns after %.0f s", name,
@@ -214,9 +234,14 @@ replay (const char *path)
     CHECK (st.overruns == overruns_at_warmup,
         "%s: %llu overruns after %.0f s", name,
         (unsigned long long) (st.overruns - overruns_at_warmup), WARMUP_S);
+    CHECK (pitch_n > 0 && pitch_sum / pitch_n <= pitch_tol_ppm, "%s: the "
+        "ratio %.0f ppm from 1 + the truth on average from %.0f s on "
+        "(bound %.0f)", name, pitch_n ? pitch_sum / pitch_n : 0.0,
+        drift_from_s, pitch_tol_ppm);
   }
   CHECK (max_drift <= drift_tol_ppm, "%s: drift off by %.2f ppm from %.0f s "
       "on (truth %+.0f)", name, max_drift, drift_from_s, sender_ppm);
+
   free (in);
   free (w);
   clock_bridge_free (b);
@@ -240,14 +265,17 @@ main (int argc, char **argv)
       drift_from_s = atof (argv[++k]);
     else if (k + 1 < argc && strcmp (argv[k], "--drift-tol") == 0)
       drift_tol_ppm = atof (argv[++k]);
+    else if (k + 1 < argc && strcmp (argv[k], "--pitch-tol") == 0)
+      pitch_tol_ppm = atof (argv[++k]);
     else
       break;
   }
   if (k >= argc || target_s < 0.005 || target_s > 0.5
       || fabs (sender_ppm) > 2000 || drift_from_s < WARMUP_S
-      || !(drift_tol_ppm > 0)) {
+      || !(drift_tol_ppm > 0) || !(pitch_tol_ppm > 0)) {
     fprintf (stderr, "usage: test-clock-replay [--jitter S] [--ppm P] "
-        "[--drift-from S] [--drift-tol PPM] [--drift-only] [--trace] FILE...\n");
+        "[--drift-from S] [--drift-tol PPM] [--pitch-tol PPM] [--drift-only] "
+        "[--trace] FILE...\n");
     return 2;
   }
   for (; k < argc; k++)
