@@ -119,8 +119,8 @@ replay (const char *path)
   double t_out = -0.5, end, max_drift = 0.0, max_latency = 0.0;
   double silent_after = 0.0;
   /* the pitch: |ratio - (1 + truth)| from --drift-from on, its sum and
-   * count (for the mean) and its largest */
-  double pitch_sum = 0.0, pitch_max = 0.0;
+   * count, mean (inf when the recording ends before) and largest */
+  double pitch_sum = 0.0, pitch_mean, pitch_max = 0.0;
   unsigned long pitch_n = 0;
   uint64_t underruns_at_warmup = 0, overruns_at_warmup = 0;
   int warm = 0, audio_started = 0;
@@ -198,10 +198,10 @@ replay (const char *path)
       else if (warm && audio_started)
         silent_after += 1.0;
     }
-    if (t_out >= drift_from_s && fabs (st.drift_ppm - sender_ppm) > max_drift)
-      max_drift = fabs (st.drift_ppm - sender_ppm);
     if (t_out >= drift_from_s) {
       double p = fabs (st.ratio - 1.0 - sender_ppm * 1e-6) * 1e6;
+      if (fabs (st.drift_ppm - sender_ppm) > max_drift)
+        max_drift = fabs (st.drift_ppm - sender_ppm);
       pitch_sum += p;
       pitch_n++;
       if (p > pitch_max)
@@ -211,6 +211,7 @@ replay (const char *path)
       max_latency = st.fill_s;
   }
   clock_bridge_stats (b, &st);
+  pitch_mean = pitch_n ? pitch_sum / pitch_n : INFINITY;
   printf ("%-22s %zu writes over %.1f s: underruns %llu (%llu after %.0f s), "
       "overruns %llu (%llu after), inserted silence after %.0f s %.1f ms "
       "(%.1f ms in all), |drift - %+.0f| from %.0f s at most %.2f ppm (now %+.2f), "
@@ -223,7 +224,7 @@ replay (const char *path)
       silent_after * 1e3 / RATE, st.inserted_s * 1e3, sender_ppm, drift_from_s,
       max_drift,
       st.drift_ppm, st.setpoint_s * 1e3, max_latency * 1e3, drift_from_s,
-      pitch_n ? pitch_sum / pitch_n : 0.0, pitch_max);
+      pitch_mean, pitch_max);
   if (!drift_only) {
     CHECK (st.underruns == underruns_at_warmup,
         "%s: %llu underruns after %.0f s", name,
@@ -234,14 +235,12 @@ replay (const char *path)
     CHECK (st.overruns == overruns_at_warmup,
         "%s: %llu overruns after %.0f s", name,
         (unsigned long long) (st.overruns - overruns_at_warmup), WARMUP_S);
-    CHECK (pitch_n > 0 && pitch_sum / pitch_n <= pitch_tol_ppm, "%s: the "
-        "ratio %.0f ppm from 1 + the truth on average from %.0f s on "
-        "(bound %.0f)", name, pitch_n ? pitch_sum / pitch_n : 0.0,
+    CHECK (pitch_mean <= pitch_tol_ppm, "%s: the ratio %.0f ppm from 1 + "
+        "the truth on average from %.0f s on (bound %.0f)", name, pitch_mean,
         drift_from_s, pitch_tol_ppm);
   }
   CHECK (max_drift <= drift_tol_ppm, "%s: drift off by %.2f ppm from %.0f s "
       "on (truth %+.0f)", name, max_drift, drift_from_s, sender_ppm);
-
   free (in);
   free (w);
   clock_bridge_free (b);
