@@ -176,8 +176,9 @@ void t.test('refusals, the challenge, metadata and sources that would lock the s
     t.match(answer, '<iceresponse><message>Metadata update successful</message><return>1</return></iceresponse>');
     const live = await station(engine);
     t.equal(live.source?.title, 'Café Live', 'the title is stored and shown');
-    const logged = engine.logs.find((l) => l.event === 'source-title');
-    t.equal(logged?.title, 'Café Live');
+    // The log line reaches the test through the engine's stdout, which may trail the HTTP answer
+    const logged = await engine.waitForLog((l) => l.event === 'source-title', 5000);
+    t.equal(logged.title, 'Café Live');
     t.equal(await source.done, 0, 'ffmpeg sent its audio');
     await new Promise((resolve) => setTimeout(resolve, 700));
     // The audio window: the output sends digital silence before the source's first audio.
