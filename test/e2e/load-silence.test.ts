@@ -18,7 +18,7 @@ import path from 'node:path';
 import t from 'tap';
 import { RtpCounters, rtpCounterBinary } from '../../bench/engine-harness.js';
 import { busyLoops, stopLoops } from '../helpers/busy-loop.js';
-import { api, isRunning, startEngine, waitForPipeline, TEST_SRT_LATENCY_MS } from '../helpers/engine-process.js';
+import { api, isRunning, startEngine, waitForPipeline, TEST_SRT_LATENCY_MS, type EngineProcess } from '../helpers/engine-process.js';
 import { freeUdpPort } from '../helpers/ports.js';
 import { sendSine } from '../helpers/srt-sender.js';
 import type { PipelineView } from '../../src/supervisor/registry.js';
@@ -29,6 +29,24 @@ const WINDOW_S = 60;
 const SEND_S = SETTLE_S + WINDOW_S + 20;
 /** How the senders run: real time, out of the load's reach (see the header). */
 const SENDER_SCHEDULING = ['chrt', '--fifo', '1'];
+
+const SRT_COUNTS = ['lost', 'retransmitted', 'dropped'] as const;
+type SrtCounts = Map<string, number>;
+
+/** The SRT input's packet counters of every pipeline, from the metrics: `<counter> <pipeline id>` to its value. */
+async function srtCounts(engine: EngineProcess): Promise<SrtCounts> {
+  const text = (await api<string>(engine, 'GET', '/api/v1/metrics')).text;
+  const counts: SrtCounts = new Map();
+  for (const m of text.matchAll(/^audio_engine_pipeline_srt_packets_(lost|retransmitted|dropped)_total\{pipeline_id="([^"]+)"\} (\S+)$/gm)) {
+    counts.set(`${m[1]} ${m[2]}`, Number(m[3]));
+  }
+  return counts;
+}
+
+/** What a pipeline's SRT input lost, had retransmitted and dropped (too late) in the window. */
+function srtDelta(before: SrtCounts, after: SrtCounts, id: string): string {
+  return SRT_COUNTS.map((c) => `${c} ${(after.get(`${c} ${id}`) ?? NaN) - (before.get(`${c} ${id}`) ?? NaN)}`).join(', ');
+}
 
 void t.test(`${PIPELINES} pipelines beside two busy loops for ${WINDOW_S} s: no inserted silence, no gap`, async (t) => {
   const engine = await startEngine(t);
@@ -55,6 +73,7 @@ void t.test(`${PIPELINES} pipelines beside two busy loops for ${WINDOW_S} s: no 
 
   const view = async (id: string): Promise<PipelineView> => (await api<PipelineView>(engine, 'GET', `/api/v1/pipelines/${id}`)).body;
   const before = await Promise.all(pipelines.map(({ id }) => view(id)));
+  const srtBefore = await srtCounts(engine);
   for (const p of before) t.equal(p.input_state, 'receiving', `${p.id} receives before the load`);
   await counters.reset();
   const loops = busyLoops(t, 2, 0, WINDOW_S + 5);
@@ -62,6 +81,7 @@ void t.test(`${PIPELINES} pipelines beside two busy loops for ${WINDOW_S} s: no 
   const snapshot = await counters.snapshot();
   stopLoops(loops);
   const after = await Promise.all(pipelines.map(({ id }) => view(id)));
+  const srtAfter = await srtCounts(engine);
 
   for (const [i, p] of pipelines.entries()) {
     const rtp = snapshot.sockets.find((s) => s.port === p.outPort);
@@ -72,8 +92,12 @@ void t.test(`${PIPELINES} pipelines beside two busy loops for ${WINDOW_S} s: no 
     const rate = rtp.packets / snapshot.windowS;
     t.comment(`${p.id}: ${rtp.packets} packets in ${snapshot.windowS.toFixed(1)} s, ${rtp.silences} silent run(s) (${(rtp.silent_frames / 48).toFixed(1)} ms), ` +
       `underruns ${b?.underruns} -> ${a?.underruns}, inserted silence ${b?.inserted_silence_seconds} -> ${a?.inserted_silence_seconds} s, ` +
-      `drift ${a?.drift_ppm} ppm, setpoint ${a?.jitter_setpoint_seconds} s`);
+      `drift ${a?.drift_ppm} ppm, setpoint ${a?.jitter_setpoint_seconds} s, SRT ${srtDelta(srtBefore, srtAfter, p.id)}`);
     const silentMs = rtp.silent_frames / 48;
+    if (rtp.silences > 0 || a?.underruns !== b?.underruns) {
+      // what the engine said of this pipeline at warn level and above: the underruns' lengths and causes
+      for (const l of engine.logs.filter((l) => l.pipeline_id === p.id && l.level >= 40)) t.comment(`${p.id} log: ${l.msg}`);
+    }
     t.equal(rtp.silences, 0, `${p.id}: no inserted silence in the audio (${silentMs.toFixed(1)} ms in ${rtp.silences} run(s), longest ${(rtp.longest_silence / 48).toFixed(1)} ms)`);
     // The engine's own account is the stricter one: it counted holes of 12 and 20 ms that the
     // receiver did not find as 8 all-zero frames (most likely the EQ and the limiter after the
