@@ -7,12 +7,16 @@
  * more all-zero L24 frames as inserted silence, and sequence gaps. None may appear, and the
  * engine's own view must agree: no underrun and no inserted silence in the window.
  *
- * The senders stand for the contribution encoders elsewhere in the plant, which this host's load
- * does not reach: they run SCHED_FIFO 1 (`chrt`), so the load holds up only the engine. Left at
- * SCHED_OTHER beside the busy loops, their live AAC encoding falls behind: in each of 5 runs of
- * this test so, 1 to 8 of the 8 pipelines inserted silence (13 ms to 5.6 s a pipeline), which the
- * engine logged as holes of up to 884 ms where "the input was late". With the senders at SCHED_FIFO 1 and the
- * engine as it is (its libsrt threads still SCHED_OTHER), no underrun in the runs made.
+ * The senders stand for the contribution encoders elsewhere in the plant, which neither this
+ * host's load nor the engine reaches: they run SCHED_FIFO 20 (`chrt`), above every thread of the
+ * engine (the highest is the bridge's output, 10), as the scale bench's shared sender does. Left
+ * at SCHED_OTHER beside the busy loops, their live AAC encoding falls behind: in each of 5 runs
+ * of this test so, 1 to 8 of the 8 pipelines inserted silence (13 ms to 5.6 s a pipeline), which
+ * the engine logged as holes of up to 884 ms where "the input was late". At SCHED_FIFO 1 they
+ * were enough while the engine's libsrt threads ran SCHED_OTHER; once those ran SCHED_FIFO 6
+ * (docs/elements-srtaccess.md) the senders waited for a CPU 1.8 times as long (1.08 s in every
+ * 2 s over the 8, against 0.61, one run each; /proc/PID/task/TID/schedstat) and 4 of 12 runs
+ * failed (one or two pipelines with 76-196 ms of silence); at SCHED_FIFO 20, 6 of 6 passed.
  */
 import path from 'node:path';
 import t from 'tap';
@@ -28,7 +32,7 @@ const SETTLE_S = 15; // the bridges start and learn their input's pattern before
 const WINDOW_S = 60;
 const SEND_S = SETTLE_S + WINDOW_S + 20;
 /** How the senders run: real time, out of the load's reach (see the header). */
-const SENDER_SCHEDULING = ['chrt', '--fifo', '1'];
+const SENDER_SCHEDULING = ['chrt', '--fifo', '20'];
 
 const SRT_COUNTS = ['lost', 'retransmitted', 'dropped'] as const;
 type SrtCounts = Map<string, number>;

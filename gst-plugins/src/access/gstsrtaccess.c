@@ -41,6 +41,21 @@
  *    above the threshold the user had set. Messages and fields:
  *    docs/elements-srtaccess.md.
  *
+ * 3. libsrt's receive threads run real time. libsrt takes the packets off
+ *    the socket in a thread of its own ("SRT:RcvQ") and hands them to the
+ *    reader at their delivery time from another ("SRT:TsbPd", which the
+ *    receive thread starts when a connection's data begins); both are
+ *    SCHED_OTHER. On a host whose real-time threads (the clock bridge's)
+ *    take most of the CPU they were late by 100-200 ms at once in many
+ *    pipelines (24 on 2 cores), and the bridges ran dry with "input late".
+ *    caller-connecting runs in the receive thread, so there the element asks
+ *    SCHED_FIFO RECEIVE_RT_PRIORITY for it, once per thread; the delivery
+ *    threads it starts afterwards inherit it (glibc's threads inherit their
+ *    creator's policy). Refused (no CAP_SYS_NICE, RLIMIT_RTPRIO too low)
+ *    they stay SCHED_OTHER, said at INFO. Both block on every packet; the
+ *    process's RLIMIT_RTTIME and the clock bridge's guard bound them as
+ *    the bridge's own threads (docs/operations.md, "Real time").
+ *
  * The log hook is per process (GStreamer's log functions are): it is
  * installed once, never removed, and posts to the last srtaccess element that
  * went to READY (held by a weak reference). The engine runs one per process.
@@ -50,6 +65,8 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -66,6 +83,10 @@ GST_DEBUG_CATEGORY_STATIC (srt_access_debug);
  * rejection in the same thread is about */
 #define PEER_FRESH_US         (2 * G_USEC_PER_SEC)
 #define REJECT_MARK           "rsp(REJECT): "
+/* libsrt's receive and delivery threads: above the thread that reads what
+ * they deliver (the clock bridge's input, 5), below its output (10), within
+ * the unit's LimitRTPRIO=10 */
+#define RECEIVE_RT_PRIORITY   6
 
 #define GST_TYPE_SRT_ACCESS (gst_srt_access_get_type ())
 G_DECLARE_FINAL_TYPE (GstSrtAccess, gst_srt_access, GST, SRT_ACCESS,
@@ -264,6 +285,27 @@ address_text (GSocketAddress * address)
       g_socket_connectable_to_string (G_SOCKET_CONNECTABLE (address)) : NULL;
 }
 
+/* the calling thread (libsrt's receive thread) at SCHED_FIFO
+ * RECEIVE_RT_PRIORITY, asked once per thread (see 3. above) */
+static void
+receive_thread_realtime (void)
+{
+  static __thread gboolean asked;
+  struct sched_param param = {.sched_priority = RECEIVE_RT_PRIORITY };
+  int err;
+
+  if (asked)
+    return;
+  asked = TRUE;
+  err = pthread_setschedparam (pthread_self (), SCHED_FIFO, &param);
+  if (err == 0)
+    GST_INFO ("libsrt's receive thread runs SCHED_FIFO %d",
+        RECEIVE_RT_PRIORITY);
+  else
+    GST_INFO ("libsrt's receive thread stays SCHED_OTHER: SCHED_FIFO %d "
+        "refused (%s)", RECEIVE_RT_PRIORITY, g_strerror (err));
+}
+
 /* libsrt's listen callback, in its receive thread: note who is calling and
  * let the handshake go on (libsrt itself checks the passphrase after it) */
 static gboolean
@@ -271,6 +313,8 @@ on_caller_connecting (GstElement * srtsrc, GSocketAddress * address,
     const gchar * stream_id, gpointer user_data)
 {
   PeerNote *note = g_new0 (PeerNote, 1);
+
+  receive_thread_realtime ();
 
   note->address = address_text (address);
   note->at = g_get_monotonic_time ();

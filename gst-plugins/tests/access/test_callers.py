@@ -12,7 +12,11 @@ ffmpeg SRT callers on loopback:
     passphrase=false), a caller without one is accepted;
   * a passphrase the element cannot use (too short, a descriptor that is not
     open, nothing to read, no srtsrc) fails the start with an error that
-    names the descriptor and does not quote the text.
+    names the descriptor and does not quote the text;
+  * while a caller streams, libsrt's receive thread ("SRT:RcvQ...") and its
+    delivery thread ("SRT:TsbPd") run SCHED_FIFO 6 where this process may
+    have it (else SCHED_OTHER), and the pipeline's other threads are as
+    they were (gst-launch's own: SCHED_OTHER).
 
 usage: test_callers.py GST_LAUNCH [--capture FILE]   (FILE: stdout of the first run)
 Exit 77 (skipped) without ffmpeg or srtsrc."""
@@ -186,13 +190,47 @@ err = "\n".join(gst.err)
 check("stderr has debug lines (%d) but not the passphrase" % len(gst.err), len(gst.err) > 0 and SECRET not in err)
 check("srtobject's parameter line is capped away", "Opening SRT socket with parameters" not in err)
 
+def threads(pid):
+    """{comm: (policy, rt priority)} of each thread of pid (sched(7): 0 OTHER, 1 FIFO)"""
+    out = {}
+    for tid in os.listdir("/proc/%d/task" % pid):
+        try:
+            with open("/proc/%d/task/%s/stat" % (pid, tid)) as f:
+                stat = f.read()
+        except OSError:
+            continue
+        comm = stat[stat.index("(") + 1:stat.rindex(")")]
+        rest = stat[stat.rindex(")") + 2:].split()
+        out.setdefault(comm, []).append((int(rest[38]), int(rest[37])))
+    return out
+
+
+def may_fifo(priority):
+    """this process may ask SCHED_FIFO priority (CAP_SYS_NICE or RLIMIT_RTPRIO)"""
+    return subprocess.run(["chrt", "-f", str(priority), "true"], capture_output=True).returncode == 0
+
+
 # 2. a listener without a passphrase
 port = free_udp_port()
 gst = Launch(description(port, None))
 check("open pipeline runs", gst.wait_for(lambda: len(stats(gst)) >= 1, 10))
 keyed = caller(port, "&passphrase=" + SECRET, 2)
 check("a caller with a passphrase fails on an open listener (%d)" % keyed.returncode, keyed.returncode != 0)
-plain = caller(port, "", 2)
+streaming = threading.Thread(target=lambda: setattr(streaming, "result", caller(port, "", 4)))
+streaming.start()
+check("the caller is accepted", gst.wait_for(lambda: any(e.get("event") == "accepted" for e in access_events(gst)), 10))
+seen = {}
+gst.wait_for(lambda: seen.update(threads(gst.proc.pid)) or any(k.startswith("SRT:TsbPd") for k in seen), 3)
+srt = {k: v for k, v in seen.items() if k.startswith("SRT:RcvQ") or k.startswith("SRT:TsbPd")}
+print("   threads while streaming:", seen)
+want = (1, 6) if may_fifo(6) else (0, 0)
+check("libsrt's receive and delivery threads while streaming: %s, each %s" % (srt, want),
+      any(k.startswith("SRT:RcvQ") for k in srt) and any(k.startswith("SRT:TsbPd") for k in srt)
+      and all(p == want for v in srt.values() for p in v))
+check("gst-launch's own thread stays SCHED_OTHER (%s)" % seen.get("gst-launch-1.0"),
+      seen.get("gst-launch-1.0", [None])[0] == (0, 0))
+streaming.join()
+plain = streaming.result
 check("a caller without one streams (%d)" % plain.returncode, plain.returncode == 0)
 rc = gst.end()
 check("exit 0 (%s)" % rc, rc == 0)
