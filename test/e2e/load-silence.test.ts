@@ -15,7 +15,7 @@
  * the engine logged as holes of up to 884 ms where "the input was late". At SCHED_FIFO 1 they
  * were enough while the engine's libsrt threads ran SCHED_OTHER; once those ran SCHED_FIFO 6
  * (docs/elements-srtaccess.md) the senders waited for a CPU 1.8 times as long (1.08 s in every
- * 2 s over the 8, against 0.61, one run each; /proc/PID/task/TID/schedstat) and 4 of 12 runs
+ * 2 s over the 8, against 0.61, one run each; /proc/PID/task/TID/schedstat) and 4 of 16 runs
  * failed (one or two pipelines with 76-196 ms of silence); at SCHED_FIFO 20, 6 of 6 passed.
  */
 import path from 'node:path';
