@@ -153,12 +153,13 @@ drift_note (ClockBridge * b, size_t frames, double t)
   clock_drift_note (&b->drift, t, frames, b->rate);
 }
 
-/* the drift in ppm (the long view's once it is long enough: drift.h), or
- * the loop's integrator while the line is short */
+/* the drift in ppm (the long view's once it is long enough, whether the
+ * line is ready or not: drift.h), or the loop's integrator while neither
+ * is */
 static double
 drift_ppm (const ClockBridge * b)
 {
-  if (clock_drift_ready (&b->drift))
+  if (clock_drift_long_ready (&b->drift) || clock_drift_ready (&b->drift))
     return clock_drift_report_rate (&b->drift) * 1e6;
   return b->loop.integ * 1e6;
 }

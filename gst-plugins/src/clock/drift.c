@@ -382,7 +382,7 @@ long_at (const ClockDrift * d, unsigned k)
 static void
 long_forget (ClockDrift * d)
 {
-  d->ln = d->lnext = d->lseg = d->ldisagree = 0;
+  d->ln = d->lnext = d->lseg = d->ldisagree = d->lpend = 0;
   d->lblock.open = d->lfitted = 0;
   d->lb = d->lspan = 0.0;
 }
@@ -397,8 +397,9 @@ long_kept (const ClockDrift * d, int fitted, double b, unsigned r,
       CLOCK_DRIFT_LONG_REJECT_S;
 }
 
-/* One slope, an intercept per run of one segment, through the blocks;
- * twice refitted without the late ones. */
+/* One slope, an intercept per run of one segment, through the blocks but
+ * the pending ones (off the line, maybe an offset step); twice refitted
+ * without the late ones.  Then the scatter of the kept blocks about it. */
 static void
 long_fit (ClockDrift * d)
 {
@@ -408,11 +409,11 @@ long_fit (ClockDrift * d)
 
   for (int pass = 0; pass < 3; pass++) {
     double sxx = 0.0, sxy = 0.0;
-    unsigned used = 0, r = 0, k = 0;
-    while (k < d->ln) {
+    unsigned used = 0, r = 0, k = 0, m = d->ln - d->lpend;
+    while (k < m) {
       unsigned seg = long_at (d, k)->seg, j = k, n = 0;
       double st = 0.0, so = 0.0, tm, om;
-      while (j < d->ln && long_at (d, j)->seg == seg)
+      while (j < m && long_at (d, j)->seg == seg)
         j++;
       for (unsigned i = k; i < j; i++) {
         keep[i] = long_kept (d, fitted, b, r, long_at (d, i));
@@ -444,6 +445,7 @@ long_fit (ClockDrift * d)
       r++;
       k = j;
     }
+    d->lruns = r;
     if (used < 3 || sxx <= 0.0)
       break;
     b = sxy / sxx;
@@ -451,30 +453,93 @@ long_fit (ClockDrift * d)
   }
   d->lfitted = fitted;
   d->lb = b;
+  d->lsigma = 0.0;
+  if (fitted) {
+    double res[CLOCK_DRIFT_LONG_POINTS];
+    unsigned m = d->ln - d->lpend, nres = 0, r = 0;
+    for (unsigned k = 0; k < m; k++) {
+      const ClockDriftPoint *p = long_at (d, k);
+      if (k > 0 && p->seg != long_at (d, k - 1)->seg)
+        r++;
+      if (keep[k])
+        res[nres++] = fabs (p->o - (d->lom[r] + b * (p->t - d->ltm[r])));
+    }
+    if (nres > 0) {
+      qsort (res, nres, sizeof (double), cmp_double);
+      d->lsigma = 1.4826 * res[nres / 2];
+    }
+  }
   d->lspan = d->ln > 1 ? long_at (d, d->ln - 1)->t - long_at (d, 0)->t : 0.0;
 }
 
-/* A block closed: its earliest point joins the long view, in a segment of
- * its own after an offset step (off the slope by more than
- * CLOCK_DRIFT_LONG_STEP_S from the block before it). */
+/* The slope of the newest CLOCK_DRIFT_LONG_AGREE_BLOCKS blocks alone: the
+ * median of the slopes between each two of them (Theil-Sen: a late block
+ * or two does not move it). */
+static double
+recent_slope (const ClockDrift * d)
+{
+  double sl[CLOCK_DRIFT_LONG_AGREE_BLOCKS * CLOCK_DRIFT_LONG_AGREE_BLOCKS];
+  unsigned n = 0;
+
+  for (unsigned i = d->ln - CLOCK_DRIFT_LONG_AGREE_BLOCKS; i < d->ln; i++)
+    for (unsigned j = i + 1; j < d->ln; j++) {
+      const ClockDriftPoint *p = long_at (d, i), *q = long_at (d, j);
+      if (q->t > p->t)
+        sl[n++] = (q->o - p->o) / (q->t - p->t);
+    }
+  if (n == 0)
+    return d->lb;
+  qsort (sl, n, sizeof (double), cmp_double);
+  return n % 2 ? sl[n / 2] : 0.5 * (sl[n / 2 - 1] + sl[n / 2]);
+}
+
+/* -1, 0 or +1: p lies that far below or above the long view's line (the
+ * newest run's intercept) by more than the step bound (drift.h) */
+static int
+long_side (const ClockDrift * d, const ClockDriftPoint * p)
+{
+  unsigned r = d->lruns - 1;
+  double res = p->o - (d->lom[r] + d->lb * (p->t - d->ltm[r]));
+  double bound = CLOCK_DRIFT_LONG_STEP_SIGMAS * d->lsigma;
+
+  if (bound < CLOCK_DRIFT_LONG_STEP_S)
+    bound = CLOCK_DRIFT_LONG_STEP_S;
+  return res > bound ? 1 : res < -bound ? -1 : 0;
+}
+
+/* A block closed: its earliest point joins the long view.  Off the line
+ * it is pending (out of the fit); CLOCK_DRIFT_LONG_STEP_BLOCKS pending in
+ * a row on one side are an offset step and start a segment of their own. */
 static void
 long_close_block (ClockDrift * d, ClockDriftPoint p)
 {
-  if (d->ln > 0) {
-    const ClockDriftPoint *q = long_at (d, d->ln - 1);
-    double b = d->lfitted ? d->lb : d->b;
-    if (fabs ((p.o - q->o) - b * (p.t - q->t)) > CLOCK_DRIFT_LONG_STEP_S)
-      d->lseg++;
-  }
+  int side = d->lfitted ? long_side (d, &p) : 0;
+
   p.seg = d->lseg;
   d->lpts[d->lnext] = p;
   d->lnext = (d->lnext + 1) % CLOCK_DRIFT_LONG_POINTS;
   if (d->ln < CLOCK_DRIFT_LONG_POINTS)
     d->ln++;
+  if (side == 0)
+    d->lpend = 0;
+  else if (d->lpend > 0 && side == d->lpside)
+    d->lpend++;
+  else
+    d->lpend = 1;
+  d->lpside = side;
+  if (d->lpend >= d->ln)
+    d->lpend = d->ln - 1;
+  if (d->lpend >= CLOCK_DRIFT_LONG_STEP_BLOCKS) {
+    d->lseg++;
+    for (unsigned k = d->ln - d->lpend; k < d->ln; k++)
+      d->lpts[(d->lnext + CLOCK_DRIFT_LONG_POINTS - d->ln + k) %
+          CLOCK_DRIFT_LONG_POINTS].seg = d->lseg;
+    d->lpend = 0;
+  }
   long_fit (d);
-  /* a rate step the line took for an offset step: the two disagree */
-  if (d->lfitted && d->ln >= CLOCK_DRIFT_LONG_AGREE_BLOCKS
-      && fabs (d->lb - d->b) > CLOCK_DRIFT_LONG_AGREE) {
+  /* a rate step: the newest blocks' own slope leaves the long one */
+  if (d->lfitted && d->ln >= 2 * CLOCK_DRIFT_LONG_AGREE_BLOCKS
+      && fabs (d->lb - recent_slope (d)) > CLOCK_DRIFT_LONG_AGREE) {
     if (++d->ldisagree >= CLOCK_DRIFT_LONG_AGREE_BLOCKS) {
       long_forget (d);
       d->lforgets++;
@@ -486,8 +551,11 @@ long_close_block (ClockDrift * d, ClockDriftPoint p)
 
 /* An arrival at tt with offset o, after the line took it: the long view
  * follows the line's stream (a restart of the line is a new one for it
- * too) and takes blocks only while the line is ready (not the start-up
- * backlog, nor a starved input). */
+ * too) and takes blocks from CLOCK_DRIFT_LONG_START_S on (not the start-up
+ * backlog), whether the line is ready or not: at 24 pipelines of one
+ * shared sender a line read beyond CLOCK_DRIFT_MAX_RATE for the first
+ * 139 s, and a long view that waited for it was not ready in 320 s.  A
+ * starved input's long view is steeper than any clock's: not ready. */
 static void
 long_note (ClockDrift * d, double tt, double o)
 {
@@ -497,7 +565,7 @@ long_note (ClockDrift * d, double tt, double o)
     long_forget (d);
     d->lrestarts = d->restarts;
   }
-  if (!clock_drift_ready (d)) {
+  if (tt < CLOCK_DRIFT_LONG_START_S) {
     d->lblock.open = 0;
     return;
   }

@@ -65,25 +65,36 @@
  * delivered arrivals of a busy host wander by milliseconds over minutes
  * (16 pipelines fed by one shared sender on the 2-core VM: the earliest
  * arrival of each 10 s moved within 5.5-10.7 ms, 4.3-6.4 ms of it in step
- * in all 16), and a
- * line over CLOCK_DRIFT_BINS s reads that wander as drift (tens of ppm,
- * 108 at worst), more so where the step test cuts it into segments.  So
- * the long view keeps the earliest offset of each CLOCK_DRIFT_LONG_BLOCK_S
- * of arrivals while the line is ready, up to CLOCK_DRIFT_LONG_POINTS of
- * them (since the stream started, or the line started again), and fits one
- * slope through all of them, with an intercept of its own after an offset
- * step larger than CLOCK_DRIFT_LONG_STEP_S (a block's minimum that far off
- * the slope from the one before it: a demuxer's frame, a sender that fell
- * behind; not the wander), refitted twice without the blocks more than
- * CLOCK_DRIFT_LONG_REJECT_S above it (late).  Its error falls as the span
- * grows (the wander is bounded); once it spans CLOCK_DRIFT_LONG_MIN_S it
- * is the reported drift (clock_drift_report_rate), the control loop keeps
- * the line above, which must follow a sender whose rate changes.  A rate
- * step the line sees starts the long view again with it; one it takes
- * for an offset step (a coarse line's every step) shows as the two
- * disagreeing: when they differ by more than CLOCK_DRIFT_LONG_AGREE for
- * CLOCK_DRIFT_LONG_AGREE_BLOCKS blocks in a row (the line read the live
- * wander at most 108 ppm off), the long view starts again. */
+ * in all 16), and a line over CLOCK_DRIFT_BINS s reads that wander as
+ * drift (tens of ppm, 108 at worst), more so where the step test cuts it
+ * into segments: at 24 on one shared sender the line cut the envelope at
+ * every dip and read hundreds of ppm off for
+ * minutes (7300 in one).  So the long view keeps
+ * the earliest offset of each CLOCK_DRIFT_LONG_BLOCK_S of arrivals from
+ * CLOCK_DRIFT_LONG_START_S after the stream's first (the start-up backlog
+ * drains before: at 24 the floor fell by 50 ms at 20-30 s), whether the
+ * line is ready or not, up to CLOCK_DRIFT_LONG_POINTS of them, and fits
+ * one slope through all of them, refitted twice without the blocks more
+ * than CLOCK_DRIFT_LONG_REJECT_S above it (late).  A block further off the
+ * line than CLOCK_DRIFT_LONG_STEP_SIGMAS times the blocks' scatter (the
+ * median |residual| x 1.4826), and at least CLOCK_DRIFT_LONG_STEP_S, is
+ * pending, out of the fit; CLOCK_DRIFT_LONG_STEP_BLOCKS pending in a row on
+ * one side are an offset step (a demuxer's frame, a sender that fell
+ * behind) and get an intercept of their own; a pending block followed by
+ * one on the line was the wander, and joins the fit.  (A step after one
+ * block 10 ms off, as before, cut the 24-pipeline envelope, whose 10 s
+ * minima scatter by +-7 ms, into 3-4 segments: +395 and -143 ppm.)  Its
+ * error falls as the span grows (the wander is bounded); once it spans
+ * CLOCK_DRIFT_LONG_MIN_S it is the reported drift
+ * (clock_drift_report_rate); the control loop keeps the line above, which
+ * must follow a sender whose rate changes.  A rate step the line sees
+ * starts the long view again with it; one it takes for an offset step
+ * (a coarse line's every step) shows in the long view itself: when the
+ * newest CLOCK_DRIFT_LONG_AGREE_BLOCKS blocks' own slope (Theil-Sen) is
+ * more than CLOCK_DRIFT_LONG_AGREE off the long one for as many blocks in
+ * a row, the long view starts again.  (Judged against the line, as before,
+ * a line 700-3300 ppm off at 24 made the long view start again for
+ * minutes.) */
 #ifndef CLOCK_DRIFT_H
 #define CLOCK_DRIFT_H
 
@@ -106,10 +117,13 @@
 #define CLOCK_DRIFT_COARSE_BASE_BINS 20
 #define CLOCK_DRIFT_LONG_BLOCK_S 10.0
 #define CLOCK_DRIFT_LONG_POINTS 720
+#define CLOCK_DRIFT_LONG_START_S 30.0
 #define CLOCK_DRIFT_LONG_STEP_S 0.010
+#define CLOCK_DRIFT_LONG_STEP_SIGMAS 3.0
+#define CLOCK_DRIFT_LONG_STEP_BLOCKS 3
 #define CLOCK_DRIFT_LONG_REJECT_S 0.005
 #define CLOCK_DRIFT_LONG_MIN_S 180.0
-#define CLOCK_DRIFT_LONG_AGREE 0.0002
+#define CLOCK_DRIFT_LONG_AGREE 0.0005
 #define CLOCK_DRIFT_LONG_AGREE_BLOCKS 6
 
 typedef struct
@@ -148,10 +162,14 @@ typedef struct
   int coarse;                   /* the 1 s minima scatter: 10 s envelope */
   /* the long view: each block's earliest point, a ring in time order, the
    * block being filled, and its line (slope lb over lspan s); ltm, lom the
-   * time and offset means of each run of one segment, from the last fit */
+   * time and offset means of each run of one segment (lruns of them), from
+   * the last fit */
   ClockDriftPoint lpts[CLOCK_DRIFT_LONG_POINTS];
   unsigned ln, lnext, lseg, lrestarts, ldisagree;
   unsigned lforgets;            /* the long view started again on its own */
+  unsigned lpend, lruns;        /* the newest blocks pending; runs fitted */
+  int lpside;                   /* the side of the newest block (-1, 0, 1) */
+  double lsigma;                /* the kept blocks' scatter about the line */
   ClockDriftBlock lblock;
   int lfitted;
   double lb, lspan;
