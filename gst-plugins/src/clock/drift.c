@@ -173,6 +173,16 @@ cmp_double (const void *x, const void *y)
   return (a > b) - (a < b);
 }
 
+/* the median of v[0..n) (sorts it); 0 for none */
+static double
+median (double *v, unsigned n)
+{
+  if (n == 0)
+    return 0.0;
+  qsort (v, n, sizeof (v[0]), cmp_double);
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
 /* the minima's scatter about the line over bins [from, to): the
  * median of |residual| x 1.4826 (a standard deviation where it is normal;
  * late bins and a step not yet seen do not move it) */
@@ -187,10 +197,7 @@ scatter (const ClockDriftPoint * pts, unsigned from, unsigned to,
     const ClockDriftPoint *p = &pts[k];
     r[n++] = fabs (residual (l, p));
   }
-  if (n == 0)
-    return 0.0;
-  qsort (r, n, sizeof (r[0]), cmp_double);
-  return 1.4826 * (n % 2 ? r[n / 2] : 0.5 * (r[n / 2 - 1] + r[n / 2]));
+  return 1.4826 * median (r, n);
 }
 
 /* the newest bins a step test waits for (and the line leaves out) */
@@ -370,13 +377,27 @@ close_bin (ClockDrift * d, ClockDriftPoint p)
 
 /* ---- the long view (the reported drift; drift.h) ---------------------- */
 
+/* the long view's blocks in time order: k = 0 the oldest */
+static unsigned
+long_index (const ClockDrift * d, unsigned k)
+{
+  return (d->lnext + CLOCK_DRIFT_LONG_POINTS - d->ln + k) %
+      CLOCK_DRIFT_LONG_POINTS;
+}
+
 static const ClockDriftPoint *
 long_at (const ClockDrift * d, unsigned k)
 {
-  unsigned first = (d->lnext + CLOCK_DRIFT_LONG_POINTS - d->ln) %
-      CLOCK_DRIFT_LONG_POINTS;
+  return &d->lpts[long_index (d, k)];
+}
 
-  return &d->lpts[(first + k) % CLOCK_DRIFT_LONG_POINTS];
+/* p's offset above the line of slope b through run r's means (the last
+ * fit's) */
+static double
+long_residual (const ClockDrift * d, double b, unsigned r,
+    const ClockDriftPoint * p)
+{
+  return p->o - (d->lom[r] + b * (p->t - d->ltm[r]));
 }
 
 static void
@@ -393,8 +414,7 @@ static int
 long_kept (const ClockDrift * d, int fitted, double b, unsigned r,
     const ClockDriftPoint * p)
 {
-  return !fitted || p->o - (d->lom[r] + b * (p->t - d->ltm[r])) <=
-      CLOCK_DRIFT_LONG_REJECT_S;
+  return !fitted || long_residual (d, b, r, p) <= CLOCK_DRIFT_LONG_REJECT_S;
 }
 
 /* One slope, an intercept per run of one segment, through the blocks but
@@ -462,12 +482,9 @@ long_fit (ClockDrift * d)
       if (k > 0 && p->seg != long_at (d, k - 1)->seg)
         r++;
       if (keep[k])
-        res[nres++] = fabs (p->o - (d->lom[r] + b * (p->t - d->ltm[r])));
+        res[nres++] = fabs (long_residual (d, b, r, p));
     }
-    if (nres > 0) {
-      qsort (res, nres, sizeof (double), cmp_double);
-      d->lsigma = 1.4826 * res[nres / 2];
-    }
+    d->lsigma = 1.4826 * median (res, nres);
   }
   d->lspan = d->ln > 1 ? long_at (d, d->ln - 1)->t - long_at (d, 0)->t : 0.0;
 }
@@ -487,10 +504,7 @@ recent_slope (const ClockDrift * d)
       if (q->t > p->t)
         sl[n++] = (q->o - p->o) / (q->t - p->t);
     }
-  if (n == 0)
-    return d->lb;
-  qsort (sl, n, sizeof (double), cmp_double);
-  return n % 2 ? sl[n / 2] : 0.5 * (sl[n / 2 - 1] + sl[n / 2]);
+  return n > 0 ? median (sl, n) : d->lb;
 }
 
 /* -1, 0 or +1: p lies that far below or above the long view's line (the
@@ -498,8 +512,7 @@ recent_slope (const ClockDrift * d)
 static int
 long_side (const ClockDrift * d, const ClockDriftPoint * p)
 {
-  unsigned r = d->lruns - 1;
-  double res = p->o - (d->lom[r] + d->lb * (p->t - d->ltm[r]));
+  double res = long_residual (d, d->lb, d->lruns - 1, p);
   double bound = CLOCK_DRIFT_LONG_STEP_SIGMAS * d->lsigma;
 
   if (bound < CLOCK_DRIFT_LONG_STEP_S)
@@ -532,8 +545,7 @@ long_close_block (ClockDrift * d, ClockDriftPoint p)
   if (d->lpend >= CLOCK_DRIFT_LONG_STEP_BLOCKS) {
     d->lseg++;
     for (unsigned k = d->ln - d->lpend; k < d->ln; k++)
-      d->lpts[(d->lnext + CLOCK_DRIFT_LONG_POINTS - d->ln + k) %
-          CLOCK_DRIFT_LONG_POINTS].seg = d->lseg;
+      d->lpts[long_index (d, k)].seg = d->lseg;
     d->lpend = 0;
   }
   long_fit (d);
