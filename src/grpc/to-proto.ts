@@ -80,7 +80,7 @@ export function pipelineToProto(view: PipelineView, sdp: string, warnings: strin
     sdp,
     warnings,
     input_state: view.input_state,
-    clock: view.clock === null ? undefined : { ...view.clock, output_realtime: opt(view.clock.output_realtime), input_realtime: opt(view.clock.input_realtime) },
+    clock: view.clock === null ? undefined : { ...view.clock, drift_ppm: opt(view.clock.drift_ppm), output_realtime: opt(view.clock.output_realtime), input_realtime: opt(view.clock.input_realtime) },
     version: view.version,
     output_legs: view.output_legs.map((leg) => ({ ...leg, interface: opt(leg.interface), error: opt(leg.error) })),
     backup: view.backup === undefined ? undefined : inputToProto(view.backup),

@@ -95,7 +95,7 @@ export function registerPipelineMetrics(registry: Registry, pipelines: Supervise
     (id: string, s: PipelineStats): Reading => [[{ pipeline_id: id }, s.clock === undefined ? Number.NaN : pick(s.clock)]];
   gauge('audio_engine_pipeline_buffer_fill_ratio', 'Fill of the jitter buffer (clock bridge FIFO) against the fill it keeps (setpoint): 1 = steady, 0 = empty; NaN without a report of a running child.', ['pipeline_id'],
     (id, s) => [[{ pipeline_id: id }, s.bufferFill() ?? Number.NaN]]);
-  gauge('audio_engine_pipeline_input_clock_drift_ppm', 'Sender clock against the output clock as the clock bridge measures it, ppm (positive: sender fast); NaN without a report of a running child.', ['pipeline_id'],
+  gauge('audio_engine_pipeline_input_clock_drift_ppm', 'Sender clock against the output clock as the clock bridge measures it, ppm (positive: sender fast); NaN without a report of a running child, or while the bridge does not know it yet (a busy host\'s arrivals, before its long view).', ['pipeline_id'],
     bridge((c) => c.driftPpm));
   gauge('audio_engine_pipeline_jitter_buffer_seconds', 'Fill of the jitter buffer (clock bridge FIFO, time average), seconds; held at engine.jitter_ms + the input\'s packet saw-tooth depth; NaN without a report of a running child.', ['pipeline_id'],
     bridge((c) => c.fillSeconds));

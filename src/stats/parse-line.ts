@@ -71,7 +71,7 @@ export interface ClockBridgeEvent {
   element: string;
   /** Running time of the end of the last output chunk, ns of the output clock (the child's own time). */
   runningTimeNs?: number;
-  /** Sender clock against the pipeline clock, ppm (positive: the sender is fast). */
+  /** Sender clock against the pipeline clock, ppm (positive: the sender is fast); NaN while the bridge cannot know it yet. */
   driftPpm: number;
   /** FIFO fill (its time average while playing), the reserve below the input's packet saw-tooth (engine.jitter_ms), and the average fill the bridge keeps (target + saw-tooth depth), seconds. */
   fillSeconds: number;

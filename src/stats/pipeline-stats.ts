@@ -133,7 +133,8 @@ const floorDb = (db: number): number => (Number.isFinite(db) ? Math.max(NO_SIGNA
 
 /** The pipeline's clock bridge as clients see it (REST `clock`, gRPC `Pipeline.clock`). */
 export interface ClockReport {
-  drift_ppm: number;
+  /** null while the bridge cannot know it yet (a busy host's arrivals before its long view, docs/clock.md). */
+  drift_ppm: number | null;
   jitter_buffer_seconds: number;
   jitter_target_seconds: number;
   /** The average fill the bridge keeps: the target + the depth of the input's packet saw-tooth. */
@@ -421,7 +422,7 @@ export class PipelineStats {
     const c = this.clock;
     if (c === undefined) return undefined;
     return {
-      drift_ppm: Math.round(c.driftPpm * 100) / 100,
+      drift_ppm: Number.isFinite(c.driftPpm) ? Math.round(c.driftPpm * 100) / 100 : null,
       jitter_buffer_seconds: Math.round(c.fillSeconds * 1e5) / 1e5,
       jitter_target_seconds: Math.round(c.targetSeconds * 1e5) / 1e5,
       jitter_setpoint_seconds: Math.round(c.setpointSeconds * 1e5) / 1e5,

@@ -93,5 +93,10 @@ void t.test('liquidsoap %opus into a station: the output runs on the host clock,
   t.ok(underruns === 0, `no underrun while the source sent (${underruns})`, stalled);
   // A same-host source: its estimate over 13 s of 0.3 s bursts is within the bridge's range (the
   // 100 ppm bar is the SRT callers' over 48 s, test/e2e/clock-drift.test.ts).
-  t.ok(Math.abs(view.clock?.drift_ppm ?? 1e9) <= 1000, `drift of liquidsoap against the host clock: ${view.clock?.drift_ppm} ppm (within +-1000)`);
+  // null: the bridge does not know it yet (its line's standard error above 10 ppm, or the
+  // arrivals' 1 s minima scattered by more than 2 ms on a loaded machine: it waits for its long
+  // view, docs/clock.md) rather than report a wrong figure.
+  const drift = view.clock?.drift_ppm;
+  t.ok(drift !== null && drift !== undefined && Math.abs(drift) <= 1000, `drift of liquidsoap against the host clock: ${drift} ppm (within +-1000)`,
+    drift === null ? { todo: 'the bridge does not know the drift yet (arrivals scattered by a loaded machine): see docs/clock.md' } : {});
 });

@@ -11,6 +11,14 @@ const bridge = (inputActive: boolean, fillSeconds = 0.02, inputFrames = inputAct
   underruns: 3, overruns: 1, inputActive, inputFrames, insertedSilenceSeconds: 0.012, lastUnderrunSeconds: 0.012, latencySeconds: 0.027, ratio: 1.000041,
 });
 const level = (db: number): LevelEvent => ({ kind: 'level', element: 'level', rmsDb: [db, db], peakDb: [db, db] });
+/** A pipeline as the registry shows it, with this clock report (what gRPC maps). */
+const view = (clock: ClockReport): PipelineView => ({
+  id: 'pl_x', name: 'x', status: 'active', created_at: '', version: 1, state: 'running', pid: 1, restarts: 0, last_error: null, exit_code: null, exit_signal: null,
+  state_since: '', next_retry_at: null, priority: 'normal', realtime_ratio: null, behind: false, input_state: 'receiving',
+  input: { type: 'srt', port: 9000, latency: 120 }, processing: [], clock,
+  active_input: null, selection: 'auto', inputs: { main: { connected: false, level_dbfs: null, silent_seconds: null } }, output_legs: [],
+  output: { type: 'rtp', host: '127.0.0.1', port: 5004, ttl: 16, channels: 2, encoding: 'L24', ptime: 1, payload_type: 96, dscp: 34 },
+}) as unknown as PipelineView;
 
 void t.test('input_state follows the bridge: waiting without input, receiving with signal, silent after 5 s of silence', async (t) => {
   const stats = new PipelineStats(1000);
@@ -73,13 +81,6 @@ void t.test('gRPC PipelineClock: output_realtime 9 and input_realtime 10, absent
   stats.apply(bridge(true), 2000);
   const unknown = stats.clockReport(120);
   if (known === undefined || unknown === undefined) throw new Error('no report');
-  const view = (clock: ClockReport): PipelineView => ({
-    id: 'pl_x', name: 'x', status: 'active', created_at: '', version: 1, state: 'running', pid: 1, restarts: 0, last_error: null, exit_code: null, exit_signal: null,
-    state_since: '', next_retry_at: null, priority: 'normal', realtime_ratio: null, behind: false, input_state: 'receiving',
-    input: { type: 'srt', port: 9000, latency: 120 }, processing: [], clock,
-    active_input: null, selection: 'auto', inputs: { main: { connected: false, level_dbfs: null, silent_seconds: null } }, output_legs: [],
-    output: { type: 'rtp', host: '127.0.0.1', port: 5004, ttl: 16, channels: 2, encoding: 'L24', ptime: 1, payload_type: 96, dscp: 34 },
-  }) as unknown as PipelineView;
   const sent = pipelineToProto(view(known), '').clock;
   t.match(sent, { output_realtime: true, input_realtime: false });
   const decoded = PipelineClock.decode(PipelineClock.encode(sent ?? PipelineClock.fromPartial({})).finish());
@@ -87,4 +88,21 @@ void t.test('gRPC PipelineClock: output_realtime 9 and input_realtime 10, absent
   const none = pipelineToProto(view(unknown), '').clock;
   t.equal(none?.output_realtime, undefined, 'null in REST: absent in gRPC');
   t.equal(PipelineClock.decode(PipelineClock.encode(none ?? PipelineClock.fromPartial({})).finish()).output_realtime, undefined);
+});
+
+void t.test('a drift the bridge does not know yet (NaN): null in REST, absent in gRPC; 0 ppm is sent', async (t) => {
+  const stats = new PipelineStats(1000);
+  const wire = (clock: ClockReport): PipelineClock =>
+    PipelineClock.decode(PipelineClock.encode(pipelineToProto(view(clock), '').clock ?? PipelineClock.fromPartial({})).finish());
+  stats.apply({ ...bridge(true), driftPpm: Number.NaN }, 1000);
+  const unknown = stats.clockReport(120);
+  if (unknown === undefined) throw new Error('no report');
+  t.equal(unknown.drift_ppm, null, 'REST: null, not NaN (which JSON cannot carry)');
+  t.match(JSON.parse(JSON.stringify(unknown)) as unknown, { drift_ppm: null }, 'and so in JSON');
+  t.equal(wire(unknown).drift_ppm, undefined, 'gRPC: absent');
+  stats.apply({ ...bridge(true), driftPpm: 0 }, 2000);
+  const zero = stats.clockReport(120);
+  if (zero === undefined) throw new Error('no report');
+  t.equal(zero.drift_ppm, 0);
+  t.equal(wire(zero).drift_ppm, 0, 'gRPC: 0 ppm is on the wire (proto3 optional), not taken for absent');
 });

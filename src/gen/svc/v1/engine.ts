@@ -421,8 +421,13 @@ export interface OutputLeg {
 
 /** The pipeline's clock bridge: the crossing from the sender's clock to the output clock. */
 export interface PipelineClock {
-  /** Sender clock against the output clock, ppm (positive: the sender is fast). */
-  drift_ppm: number;
+  /**
+   * Sender clock against the output clock, ppm (positive: the sender is fast); absent while the
+   * bridge cannot know it yet (a busy host's arrivals, before its long view: docs/clock.md).
+   */
+  drift_ppm?:
+    | number
+    | undefined;
   /**
    * Fill of the jitter buffer (time average) and its target (engine.jitter_ms: the reserve below
    * the input's packet saw-tooth), seconds.
@@ -2489,7 +2494,7 @@ export const OutputLeg: MessageFns<OutputLeg> = {
 
 function createBasePipelineClock(): PipelineClock {
   return {
-    drift_ppm: 0,
+    drift_ppm: undefined,
     jitter_buffer_seconds: 0,
     jitter_target_seconds: 0,
     underruns: 0,
@@ -2504,7 +2509,7 @@ function createBasePipelineClock(): PipelineClock {
 
 export const PipelineClock: MessageFns<PipelineClock> = {
   encode(message: PipelineClock, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
-    if (message.drift_ppm !== 0) {
+    if (message.drift_ppm !== undefined) {
       writer.uint32(9).double(message.drift_ppm);
     }
     if (message.jitter_buffer_seconds !== 0) {
@@ -2647,7 +2652,7 @@ export const PipelineClock: MessageFns<PipelineClock> = {
   },
   fromPartial<I extends Exact<DeepPartial<PipelineClock>, I>>(object: I): PipelineClock {
     const message = createBasePipelineClock();
-    message.drift_ppm = object.drift_ppm ?? 0;
+    message.drift_ppm = object.drift_ppm ?? undefined;
     message.jitter_buffer_seconds = object.jitter_buffer_seconds ?? 0;
     message.jitter_target_seconds = object.jitter_target_seconds ?? 0;
     message.underruns = object.underruns ?? 0;
