@@ -5,7 +5,7 @@
  * tell (the engine's SRT, underrun and restart counts; a reference process that ended).
  */
 import t from 'tap';
-import { ENGINE_USAGE, parseEngineBenchArgs, type EngineBenchOptions } from '../../bench/engine.js';
+import { driftRange, ENGINE_USAGE, parseEngineBenchArgs, type EngineBenchOptions } from '../../bench/engine.js';
 import { costVariants, COST_COMPILE_OPTIONS } from '../../bench/cost.js';
 import { floorInputArgv, referenceScaleCommands, referenceSrtStats } from '../../bench/scale-reference.js';
 import { realTimeReasons, rtpWindowSample, sweepEnd, sweepSideBySide, type JudgedPipeline } from '../../bench/scale-window.js';
@@ -86,4 +86,10 @@ void t.test('side by side, each kind stops at its own first N that is not real t
   t.same(alone.second, []);
   t.same(sweepEnd(alone.first, ns), { largestRealTimeN: 32, stoppedEarly: false });
   t.same(sweepEnd([{ n: 1, realTime: false }], ns), { largestRealTimeN: 0, stoppedEarly: true }, 'none real time: 0');
+});
+
+void t.test('the drift readings: the range of those known, the unknown (NaN) counted apart', async (t) => {
+  t.equal(driftRange([-4.04, 7.5, 1]), '-4.0..7.5 ppm');
+  t.equal(driftRange([3, Number.NaN, -2, Number.NaN]), '-2.0..3.0 ppm (2 of 4 readings not known yet)');
+  t.equal(driftRange([Number.NaN]), 'none known (1 of 1 readings not known yet)');
 });
