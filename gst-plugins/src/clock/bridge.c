@@ -155,10 +155,12 @@ drift_note (ClockBridge * b, size_t frames, double t)
 
 /* the drift in ppm (the long view's once it is long enough, whether the
  * line is ready or not: drift.h), or the loop's integrator while neither
- * is */
+ * is; NAN while it is not known yet (clock_drift_report_known) */
 static double
 drift_ppm (const ClockBridge * b)
 {
+  if (!clock_drift_report_known (&b->drift))
+    return NAN;
   if (clock_drift_long_ready (&b->drift) || clock_drift_ready (&b->drift))
     return clock_drift_report_rate (&b->drift) * 1e6;
   return b->loop.integ * 1e6;

@@ -627,8 +627,19 @@ clock_drift_long_ready (const ClockDrift * d)
       && fabs (d->lb) <= CLOCK_DRIFT_MAX_RATE;
 }
 
+int
+clock_drift_report_known (const ClockDrift * d)
+{
+  if (clock_drift_long_ready (d))
+    return 1;
+  return !d->coarse && (!clock_drift_ready (d)
+      || d->se <= CLOCK_DRIFT_REPORT_MAX_SE);
+}
+
 double
 clock_drift_report_rate (const ClockDrift * d)
 {
-  return clock_drift_long_ready (d) ? -d->lb : clock_drift_rate (d);
+  if (clock_drift_long_ready (d))
+    return -d->lb;
+  return clock_drift_report_known (d) ? clock_drift_rate (d) : NAN;
 }

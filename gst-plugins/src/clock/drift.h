@@ -125,6 +125,7 @@
 #define CLOCK_DRIFT_LONG_MIN_S 180.0
 #define CLOCK_DRIFT_LONG_AGREE 0.0005
 #define CLOCK_DRIFT_LONG_AGREE_BLOCKS 6
+#define CLOCK_DRIFT_REPORT_MAX_SE 0.00001
 
 typedef struct
 {
@@ -198,8 +199,23 @@ int clock_drift_ready (const ClockDrift * d);
 /* the input's rate against the output clock - 1 (positive: fast) */
 double clock_drift_rate (const ClockDrift * d);
 /* the drift to report: the long view's once it spans
- * CLOCK_DRIFT_LONG_MIN_S, else clock_drift_rate */
+ * CLOCK_DRIFT_LONG_MIN_S, else clock_drift_rate; NAN (not known yet)
+ * before that on a coarse line, and on a ready line whose se is above
+ * CLOCK_DRIFT_REPORT_MAX_SE (half the +-20 ppm a report must hold).  A
+ * coarse line is no report: on the recordings of tests/clock/arrivals it
+ * read up to 108 ppm off from 60 s on with 16 pipelines of one shared
+ * sender and 230-1100 ppm off with 24 (its se 9-24 ppm meanwhile), where
+ * the long view, once ready, read within 19.4 (13.4 at 24); a long view of
+ * 90 or 120 s was still up to 47 ppm off.  A line that is not coarse (each
+ * sender its own ffmpeg, 16 and 24 pipelines) read within 20 ppm from 60 s
+ * on, its se at most 6.4 ppm, and stays the report until the long view is
+ * ready; one of 24 on a shared sender not coarse yet at 60 s read 30 ppm
+ * off with an se of 19 (shared-24-300s-5). */
 double clock_drift_report_rate (const ClockDrift * d);
+/* clock_drift_report_rate is a figure, not NAN: the long view is ready,
+ * or the line is not coarse and either not ready (the bridge reports its
+ * loop's integrator then) or its se at most CLOCK_DRIFT_REPORT_MAX_SE */
+int clock_drift_report_known (const ClockDrift * d);
 /* the long view spans CLOCK_DRIFT_LONG_MIN_S: the report is its slope */
 int clock_drift_long_ready (const ClockDrift * d);
 

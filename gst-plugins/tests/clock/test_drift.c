@@ -34,9 +34,11 @@
  *   - the long view (the reported drift): the shared sender's pattern with a
  *     wander of every arrival by up to 4.5 ms over minutes (what 16 live
  *     pipelines fed by one sender received, in step) at 0 and +500 ppm for
- *     600 s: the report is the line's until the long view spans
- *     CLOCK_DRIFT_LONG_MIN_S, then within LONG_TOL_PPM from 240 s on and
- *     LONG_END_TOL_PPM at the end, where the line reads the wander; with a
+ *     600 s: the report is not known (NAN) while the line is coarse and the
+ *     long view spans less than CLOCK_DRIFT_LONG_MIN_S (the line's while it
+ *     is not coarse and its se small), then known and within LONG_TOL_PPM
+ *     from 240 s on and LONG_END_TOL_PPM at the end, where the line reads
+ *     the wander; with a
  *     -30 ms offset step at 400 s the same; a rate step -500 -> +500 ppm at
  *     300 s (the coarse line sees offset steps and follows as the old rate
  *     leaves it): the long view starts again and reports the new rate. */
@@ -380,18 +382,21 @@ shared_sender (void)
  * step_s from 400 s on, and the rate ppm_after from rate_step_s on (< 0:
  * none).  Returns the largest |report - truth| from 240 s on; *line_worst
  * the line's own (clock_drift_rate) over the same time; *before: the
- * largest |report - line| while the long view is short; *end: the report's
- * error at the end. */
+ * largest |report - line| while the long view is short and the line not
+ * coarse; *misreported: the writes while the long view is short and the
+ * line coarse whose report was a figure (not NAN), and those from 240 s on
+ * whose report was NAN; *end: the report's error at the end. */
 static double
 wander_pattern (double ppm, double ppm_after, double rate_step_s,
     double step_s, double duration_s, ClockDrift * d, double *line_worst,
-    double *before, double *end)
+    double *before, unsigned *misreported, double *end)
 {
   SharedArrivals a = { 0.0, -1.0, 0 };
   double t_send = 0.0, worst = 0.0;
 
   clock_drift_init (d);
   *line_worst = *before = 0.0;
+  *misreported = 0;
   *end = INFINITY;
   while (t_send < duration_s) {
     double truth = rate_step_s >= 0 && t_send >= rate_step_s ? ppm_after : ppm;
@@ -402,7 +407,12 @@ wander_pattern (double ppm, double ppm_after, double rate_step_s,
     if (clock_drift_ready (d)) {
       double report = clock_drift_report_rate (d) * 1e6;
       double line = clock_drift_rate (d) * 1e6;
-      if (!clock_drift_long_ready (d) && fabs (report - line) > *before)
+      int coarse_short = d->coarse && !clock_drift_long_ready (d);
+      if ((coarse_short && !isnan (report)) || (t_send >= 240.0
+              && isnan (report)))
+        (*misreported)++;
+      if (!clock_drift_long_ready (d) && !d->coarse
+          && fabs (report - line) > *before)
         *before = fabs (report - line);
       if (t_send >= 240.0 && (rate_step_s < 0 || t_send >= rate_step_s
               + CLOCK_DRIFT_BINS)) {
@@ -426,21 +436,27 @@ long_view (void)
   for (size_t i = 0; i < 2; i++) {
     ClockDrift d;
     double worst, line, before, end;
+    unsigned misreported;
 
     for (int step = 0; step < 2; step++) {
       rng_seed (90 + 2 * i + step);
       worst = wander_pattern (ppms[i], 0, -1, step ? -0.030 : 0.0, 600.0, &d,
-          &line, &before, &end);
+          &line, &before, &misreported, &end);
       printf ("long view, a wander of 4.5 ms at %+.0f ppm%s: |report - truth| "
           "from 240 s at most %.3f ppm, %.3f at 600 s (the line: %.3f); "
-          "report - line before the long view %.3f\n", ppms[i],
-          step ? ", a -30 ms step at 400 s" : "", worst, end, line, before);
+          "report - line before the long view (not coarse) %.3f; coarse %d, "
+          "reports known when they could not be or not known from 240 s "
+          "%u\n", ppms[i], step ? ", a -30 ms step at 400 s" : "", worst, end,
+          line, before, d.coarse, misreported);
       CHECK (worst <= LONG_TOL_PPM, "long view %+.0f ppm%s: off by %.3f ppm",
           ppms[i], step ? " (step)" : "", worst);
       CHECK (end <= LONG_END_TOL_PPM, "long view %+.0f ppm%s: off by %.3f "
           "ppm at the end", ppms[i], step ? " (step)" : "", end);
       CHECK (before == 0.0, "long view %+.0f ppm: reported before it was "
           "long (%.3f ppm from the line)", ppms[i], before);
+      CHECK (misreported == 0, "long view %+.0f ppm: %u writes with a figure "
+          "on a coarse line before the long view or none from 240 s on",
+          ppms[i], misreported);
     }
   }
   {
@@ -449,9 +465,10 @@ long_view (void)
      * the old rate meanwhile */
     ClockDrift d;
     double line, before, end;
+    unsigned misreported;
     rng_seed (99);
     (void) wander_pattern (-500, 500, 300.0, 0.0, 900.0, &d, &line, &before,
-        &end);
+        &misreported, &end);
     printf ("long view, a rate step -500 -> +500 ppm at 300 s: the long view "
         "started again %u times, |report - truth| at 900 s %.3f ppm\n",
         d.lforgets, end);

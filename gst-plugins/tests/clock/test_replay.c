@@ -2,14 +2,19 @@
  * arrivals recorded under load.
  *
  *   test-clock-replay [--jitter S] [--ppm P] [--drift-from S] [--drift-tol PPM]
- *                     [--pitch-tol PPM] [--drift-only] [--trace] FILE...
+ *                     [--pitch-tol PPM] [--drift-known-from S] [--drift-only]
+ *                     [--trace] FILE...
  *
  *   --jitter S      the bridge's target (default 0.05 s: the engine's
  *                   default engine.jitter_ms)
  *   --ppm P         the sender runs at (1 + P 1e-6) x the recording's clock:
  *                   every arrival time is divided by that (the truth is P)
  *   --drift-from S  the drift is checked from S s on (default 60)
- *   --drift-tol T   ... within T ppm of the truth (default 20)
+ *   --drift-tol T   ... within T ppm of the truth (default 20) where it is
+ *                   known: the bridge reports NAN while it cannot know it
+ *                   (a coarse line before the long view, drift.h)
+ *   --drift-known-from S  the drift is known (not NAN) from S s on
+ *                   (default: not checked)
  *   --pitch-tol T   the ratio's mean distance from 1 + the truth, from
  *                   --drift-from on, at most T ppm (default 578: a cent)
  *   --drift-only    only the drift is checked (the fill and pitch figures
@@ -35,7 +40,8 @@
  *     cannot be foreseen from the ones before it);
  *   - no overrun (a late packet's backlog is not a burst to trim);
  *   - the reported drift within --drift-tol of the truth (the senders ran
- *     on the receiver's clock: 0 ppm, or --ppm) from --drift-from on;
+ *     on the receiver's clock: 0 ppm, or --ppm) from --drift-from on, and
+ *     known from --drift-known-from on;
  *   - the pitch: the resampling ratio, from --drift-from on, on average
  *     within --pitch-tol of 1 + the truth (the loop does not play the
  *     host's late and bunched packets as a wobble of the pitch).
@@ -66,7 +72,7 @@ typedef struct
 
 static double target_s = 0.05;
 static double sender_ppm = 0.0, drift_from_s = 60.0, drift_tol_ppm = 20.0;
-static double pitch_tol_ppm = 578.0;
+static double pitch_tol_ppm = 578.0, known_from_s = -1.0;
 static int drift_only, trace;
 
 /* the writes of a recording, arrival times from its first write; NULL on
@@ -118,6 +124,8 @@ replay (const char *path)
   float *in, out[CHUNK * 2];
   double t_out = -0.5, end, max_drift = 0.0, max_latency = 0.0;
   double silent_after = 0.0;
+  /* the last reading (after WARMUP_S) that was NAN: the drift not known */
+  double last_unknown = -1.0;
   /* the pitch: |ratio - (1 + truth)| from --drift-from on, its sum and
    * count, mean (inf when the recording ends before) and largest */
   double pitch_sum = 0.0, pitch_mean, pitch_max = 0.0;
@@ -198,9 +206,11 @@ replay (const char *path)
       else if (warm && audio_started)
         silent_after += 1.0;
     }
+    if (warm && isnan (st.drift_ppm))
+      last_unknown = t_out;
     if (t_out >= drift_from_s) {
       double p = fabs (st.ratio - 1.0 - sender_ppm * 1e-6) * 1e6;
-      if (fabs (st.drift_ppm - sender_ppm) > max_drift)
+      if (!isnan (st.drift_ppm) && fabs (st.drift_ppm - sender_ppm) > max_drift)
         max_drift = fabs (st.drift_ppm - sender_ppm);
       pitch_sum += p;
       pitch_n++;
@@ -215,6 +225,7 @@ replay (const char *path)
   printf ("%-22s %zu writes over %.1f s: underruns %llu (%llu after %.0f s), "
       "overruns %llu (%llu after), inserted silence after %.0f s %.1f ms "
       "(%.1f ms in all), |drift - %+.0f| from %.0f s at most %.2f ppm (now %+.2f), "
+      "drift known %s %.0f s, "
       "setpoint %.1f ms, average fill at most %.1f ms, "
       "|ratio - truth| from %.0f s mean %.0f max %.0f ppm\n", name, n, end,
       (unsigned long long) st.underruns,
@@ -223,7 +234,9 @@ replay (const char *path)
       (unsigned long long) (st.overruns - overruns_at_warmup), WARMUP_S,
       silent_after * 1e3 / RATE, st.inserted_s * 1e3, sender_ppm, drift_from_s,
       max_drift,
-      st.drift_ppm, st.setpoint_s * 1e3, max_latency * 1e3, drift_from_s,
+      st.drift_ppm, last_unknown < 0 ? "from" : isnan (st.drift_ppm) ?
+      "never after" : "from", last_unknown < 0 ? WARMUP_S : isnan (st.drift_ppm)
+      ? WARMUP_S : last_unknown, st.setpoint_s * 1e3, max_latency * 1e3, drift_from_s,
       pitch_mean, pitch_max);
   if (!drift_only) {
     CHECK (st.underruns == underruns_at_warmup,
@@ -241,6 +254,9 @@ replay (const char *path)
   }
   CHECK (max_drift <= drift_tol_ppm, "%s: drift off by %.2f ppm from %.0f s "
       "on (truth %+.0f)", name, max_drift, drift_from_s, sender_ppm);
+  if (known_from_s >= 0)
+    CHECK (last_unknown < known_from_s, "%s: drift not known at %.1f s "
+        "(known from %.0f s on expected)", name, last_unknown, known_from_s);
   free (in);
   free (w);
   clock_bridge_free (b);
@@ -266,6 +282,8 @@ main (int argc, char **argv)
       drift_tol_ppm = atof (argv[++k]);
     else if (k + 1 < argc && strcmp (argv[k], "--pitch-tol") == 0)
       pitch_tol_ppm = atof (argv[++k]);
+    else if (k + 1 < argc && strcmp (argv[k], "--drift-known-from") == 0)
+      known_from_s = atof (argv[++k]);
     else
       break;
   }
@@ -273,8 +291,8 @@ main (int argc, char **argv)
       || fabs (sender_ppm) > 2000 || drift_from_s < WARMUP_S
       || !(drift_tol_ppm > 0) || !(pitch_tol_ppm > 0)) {
     fprintf (stderr, "usage: test-clock-replay [--jitter S] [--ppm P] "
-        "[--drift-from S] [--drift-tol PPM] [--pitch-tol PPM] [--drift-only] "
-        "[--trace] FILE...\n");
+        "[--drift-from S] [--drift-tol PPM] [--pitch-tol PPM] "
+        "[--drift-known-from S] [--drift-only] [--trace] FILE...\n");
     return 2;
   }
   for (; k < argc; k++)
