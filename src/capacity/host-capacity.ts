@@ -244,11 +244,14 @@ export class HostCapacity {
     const load = this.load();
     const behind = [...this.leases.keys()].filter((id) => this.pipeline(id).behind);
     const cores = (x: number): number => Math.round(x) / 100;
+    // Rounded down, so that an overload never reads as a headroom of 0 (an overload of 0.04 % of
+    // a core rounded to -0: "headroom_ratio 0" while overloaded, seen in a CI run).
+    const headroom = headroomPct(load);
     return {
       since: new Date(Date.now() - (this.options.now() - this.overloadedSince)).toISOString(),
-      message: `the host cannot carry its admitted pipelines within the reserve: headroom ${(headroomPct(load) / 100).toFixed(2)} cores; ` +
+      message: `the host cannot carry its admitted pipelines within the reserve: headroom ${(Math.floor(headroom) / 100).toFixed(2)} cores; ` +
         `${describeLoad(load)}; ${behind.length} pipeline(s) behind real time`,
-      headroom_ratio: Math.round((headroomPct(load) / load.capacityPct) * 1000) / 1000,
+      headroom_ratio: Math.floor((headroom / load.capacityPct) * 1000) / 1000,
       capacity_cores: cores(load.capacityPct),
       reserve_cores: cores(load.reservePct),
       other_programs_cores: cores(load.othersPct),

@@ -103,6 +103,19 @@ void t.test('overload: reported with figures and the pipelines behind; not learn
   t.notOk(capacity.overloaded(), 'cleared when the other program is gone');
 });
 
+void t.test('an overload by a hair still reads as negative headroom, not 0', async (t) => {
+  const { capacity, second } = rig();
+  await capacity.tick();
+  capacity.admit('pl_h', { processing: [loud] });
+  // others such that the headroom is -0.04 % of a core: 200 - 30 (reserve) - others - committed
+  const othersPct = 170 - capacity.load().committedPct + 0.04;
+  for (let i = 0; i < 6; i += 1) await second(othersPct / 100);
+  t.ok(capacity.overloaded());
+  const report = capacity.overload();
+  t.ok(report !== undefined && report.headroom_ratio < 0, `headroom ratio ${report?.headroom_ratio} (not 0 or -0)`);
+  t.match(report?.message ?? '', /headroom -0\.01 cores/);
+});
+
 void t.test('inserted silence makes a pipeline behind although 1000 packets a second leave', async (t) => {
   const { capacity, second } = rig();
   await capacity.tick();
