@@ -663,7 +663,6 @@ async function scaleStep(s: Settings, root: string, n: number, rig: ScaleRig): P
     const demoted = Object.entries(step.rtDemotions).map(([thread, c]) => `${c}x ${thread}`);
     // every bridge's readings every 10 s, and at the end
     const driftReadings = samples.flatMap((p) => [...p.driftSeries.map(([, v]) => v), p.driftPpm]);
-    const driftEnd = samples.map((p) => p.driftPpm);
     s.log(
       `scale N=${n}: ${step.realTime ? 'real time' : `NOT real time (${reasons.join('; ')})`}; per pipeline CPU median ` +
         `${step.pipelineCpuPct.median.toFixed(1)} % (max ${step.pipelineCpuPct.max.toFixed(1)} %) over ${cpuWindowS.toFixed(1)} s between scrapes, RSS ${step.pipelineRssMiB.median.toFixed(1)} MiB; ` +
@@ -672,7 +671,7 @@ async function scaleStep(s: Settings, root: string, n: number, rig: ScaleRig): P
         `all of it ${step.accountedPctOfMachine.toFixed(0)} % of the machine; RTP ${step.rtp.minRatePerS.toFixed(0)}-${step.rtp.maxRatePerS.toFixed(0)}/s; ` +
         `underruns ${samples.reduce((a, p) => a + p.underruns, 0)} in ${samples.filter((p) => p.underruns > 0).length} pipeline(s); ` +
         `real-time threads demoted: ${demoted.length > 0 ? demoted.join(', ') : 'none'}; ` +
-        `drift ${driftRange(driftEnd)} at the end, ${driftRange(driftReadings)} ` +
+        `drift ${driftRange(samples.map((p) => p.driftPpm))} at the end, ${driftRange(driftReadings)} ` +
         `every 10 s from 60 s after the senders started (the senders' truth: ${((s.senderRate - 1) * 1e6).toFixed(0)} ppm against the host clock); ` +
         `the programme at every receiver ${((flowingMs - startAllMs) / 1000).toFixed(1)} s after the senders started, the window from ${s.settleS} s later`,
     );

@@ -244,8 +244,9 @@ export class HostCapacity {
     const load = this.load();
     const behind = [...this.leases.keys()].filter((id) => this.pipeline(id).behind);
     const cores = (x: number): number => Math.round(x) / 100;
-    // Rounded down, so that an overload never reads as a headroom of 0 (an overload of 0.04 % of
-    // a core rounded to -0: "headroom_ratio 0" while overloaded, seen in a CI run).
+    // Rounded down, so that an overload never reads as a headroom of 0 (rounded to 3 decimals, a
+    // headroom between 0 and -0.1 % of a core came out as -0: "headroom_ratio 0" while
+    // overloaded, in a CI rehearsal).
     const headroom = headroomPct(load);
     return {
       since: new Date(Date.now() - (this.options.now() - this.overloadedSince)).toISOString(),

@@ -126,6 +126,7 @@ replay (const char *path)
   double silent_after = 0.0;
   /* the last reading (after WARMUP_S) that was NAN: the drift not known */
   double last_unknown = -1.0;
+  char known[64];
   /* the pitch: |ratio - (1 + truth)| from --drift-from on, its sum and
    * count, mean (inf when the recording ends before) and largest */
   double pitch_sum = 0.0, pitch_mean, pitch_max = 0.0;
@@ -222,10 +223,16 @@ replay (const char *path)
   }
   clock_bridge_stats (b, &st);
   pitch_mean = pitch_n ? pitch_sum / pitch_n : INFINITY;
+  /* from when the drift was known: after the last unknown reading */
+  if (isnan (st.drift_ppm))
+    snprintf (known, sizeof (known), "not known at the end");
+  else
+    snprintf (known, sizeof (known), "known from %.0f s",
+        last_unknown < 0 ? WARMUP_S : last_unknown);
   printf ("%-22s %zu writes over %.1f s: underruns %llu (%llu after %.0f s), "
       "overruns %llu (%llu after), inserted silence after %.0f s %.1f ms "
       "(%.1f ms in all), |drift - %+.0f| from %.0f s at most %.2f ppm (now %+.2f), "
-      "drift known %s %.0f s, "
+      "drift %s, "
       "setpoint %.1f ms, average fill at most %.1f ms, "
       "|ratio - truth| from %.0f s mean %.0f max %.0f ppm\n", name, n, end,
       (unsigned long long) st.underruns,
@@ -234,9 +241,7 @@ replay (const char *path)
       (unsigned long long) (st.overruns - overruns_at_warmup), WARMUP_S,
       silent_after * 1e3 / RATE, st.inserted_s * 1e3, sender_ppm, drift_from_s,
       max_drift,
-      st.drift_ppm, last_unknown < 0 ? "from" : isnan (st.drift_ppm) ?
-      "never after" : "from", last_unknown < 0 ? WARMUP_S : isnan (st.drift_ppm)
-      ? WARMUP_S : last_unknown, st.setpoint_s * 1e3, max_latency * 1e3, drift_from_s,
+      st.drift_ppm, known, st.setpoint_s * 1e3, max_latency * 1e3, drift_from_s,
       pitch_mean, pitch_max);
   if (!drift_only) {
     CHECK (st.underruns == underruns_at_warmup,
