@@ -146,6 +146,41 @@ fit (const ClockDriftPoint * pts, unsigned from, unsigned to,
   return 1;
 }
 
+/* How far the line l through points [from, to) could be tilted by a
+ * wander its slope cannot tell from drift: W, the largest minus the
+ * smallest of the least residuals of each run of CLOCK_DRIFT_WANDER_BINS
+ * points, and T, the span of one segment of evenly spread points with the
+ * same spread about their segments' mean times (sqrt (12 mean (t - tm)^2)):
+ * a wander of W that changes sign half way tilts a least-squares line over
+ * T by CLOCK_DRIFT_WANDER_TILT W / T.  A line cut into segments at offset
+ * steps has a shorter T than its span. */
+static double
+wander_tilt (const ClockDriftPoint * pts, unsigned from, unsigned to,
+    const Line * l)
+{
+  double hi = -INFINITY, lo = INFINITY, stt = 0.0;
+
+  for (unsigned g = from; g < to; g += CLOCK_DRIFT_WANDER_BINS) {
+    double m = INFINITY;
+    for (unsigned k = g; k < g + CLOCK_DRIFT_WANDER_BINS && k < to; k++) {
+      double r = residual (l, &pts[k]);
+      if (r < m)
+        m = r;
+    }
+    hi = fmax (hi, m);
+    lo = fmin (lo, m);
+  }
+  for (unsigned k = from; k < to; k++) {
+    unsigned g = pts[k].seg - l->seg0;
+    double x = pts[k].t - l->tm[g < l->nseg ? g : l->nseg - 1];
+    stt += x * x;
+  }
+  if (to <= from || stt <= 0.0)
+    return INFINITY;
+  return CLOCK_DRIFT_WANDER_TILT * (hi > lo ? hi - lo : 0.0)
+      / sqrt (12.0 * stt / (to - from));
+}
+
 /* a fit through bins [from, to) without the late ones, twice refitted */
 static int
 robust_fit (const ClockDriftPoint * pts, unsigned from, unsigned to, Line * l,
@@ -367,6 +402,7 @@ close_bin (ClockDrift * d, ClockDriftPoint p)
       b = l.b;
     }
     if (d->fitted) {
+      d->tilt = wander_tilt (env, 0, upto, &l);
       d->b = l.b;
       d->a = l.a[l.nseg - 1];
       d->tm = l.tm[l.nseg - 1];
@@ -633,7 +669,8 @@ clock_drift_report_known (const ClockDrift * d)
   if (clock_drift_long_ready (d))
     return 1;
   return !d->coarse && (!clock_drift_ready (d)
-      || d->se <= CLOCK_DRIFT_REPORT_MAX_SE);
+      || (d->se <= CLOCK_DRIFT_REPORT_MAX_SE
+          && d->tilt <= CLOCK_DRIFT_REPORT_TOL));
 }
 
 double

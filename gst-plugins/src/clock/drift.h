@@ -126,6 +126,9 @@
 #define CLOCK_DRIFT_LONG_AGREE 0.0005
 #define CLOCK_DRIFT_LONG_AGREE_BLOCKS 6
 #define CLOCK_DRIFT_REPORT_MAX_SE 0.00001
+#define CLOCK_DRIFT_REPORT_TOL 0.00002
+#define CLOCK_DRIFT_WANDER_BINS 10
+#define CLOCK_DRIFT_WANDER_TILT 1.5
 
 typedef struct
 {
@@ -156,6 +159,7 @@ typedef struct
    * bins (every segment has the slope b and an intercept of its own) */
   double a, b, tm, span;
   double se;                    /* the slope's standard error */
+  double tilt;                  /* how far a wander could tilt it (drift.c) */
   int fitted;
   /* steps seen, and of them rate steps (the line started again) */
   unsigned steps, restarts;
@@ -210,11 +214,23 @@ double clock_drift_rate (const ClockDrift * d);
  * sender its own ffmpeg, 16 and 24 pipelines) read within 20 ppm from 60 s
  * on, its se at most 6.4 ppm, and stays the report until the long view is
  * ready; one of 24 on a shared sender not coarse yet at 60 s read 30 ppm
- * off with an se of 19 (shared-24-300s-5). */
+ * off with an se of 19 (shared-24-300s-5).  Nor is a line whose se is
+ * small but whose 10 s minima wander (CLOCK_DRIFT_WANDER_BINS) by so much
+ * that they could tilt it by more than CLOCK_DRIFT_REPORT_TOL (the tilt):
+ * 16 pipelines of one shared sender on a quiet host had lines not coarse,
+ * se 6-11 ppm, 34-64 ppm off from 70 to 140 s, their 10 s minima wandering
+ * by 3-5 ms (shared-16-wander-*).  The se assumes the minima scatter
+ * independently; a wander that moves them together for a minute is what
+ * it cannot see.  The tilt is a screen, not a bound: a wander that lines
+ * up over the line's span looks like drift (test-clock-drift).  With it
+ * the ffmpeg recordings' line is the report from 42-152 s on (from time
+ * to time before), within 17.6 ppm, where it was from 38-46 s on within
+ * 19.5. */
 double clock_drift_report_rate (const ClockDrift * d);
 /* clock_drift_report_rate is a figure, not NAN: the long view is ready,
  * or the line is not coarse and either not ready (the bridge reports its
- * loop's integrator then) or its se at most CLOCK_DRIFT_REPORT_MAX_SE */
+ * loop's integrator then) or its se at most CLOCK_DRIFT_REPORT_MAX_SE and
+ * its tilt at most CLOCK_DRIFT_REPORT_TOL */
 int clock_drift_report_known (const ClockDrift * d);
 /* the long view spans CLOCK_DRIFT_LONG_MIN_S: the report is its slope */
 int clock_drift_long_ready (const ClockDrift * d);
