@@ -556,27 +556,29 @@ export function senderCommand(kind: SenderKind, file: string, ports: number[], l
 }
 
 /**
- * The SCHED_FIFO priority the shared sender runs at, above the children's threads (the clock
- * bridge's input thread asks 5, its output thread 10). The one sender stands for 16 or more
- * encoders on machines of their own; here it shares 2 cores with the pipelines it feeds, whose
- * real-time threads preempt it. Measured at N = 16 on the busy host (tcpdump of its sends, 94 s):
- * its one streaming thread paused 114-181 ms four times, every pipeline got the same late burst
- * at the same instant, and every pipeline inserted the same silence. A pause of one of 16
- * separate senders (ffmpeg, gst) reaches one pipeline only, so they stay as they are.
+ * The SCHED_FIFO priority every sender runs at, above the children's threads (the clock bridge's
+ * input thread asks 5, its output thread 10). A sender stands for an encoder on a machine of its
+ * own; here it shares 2 cores with the pipelines it feeds, whose real-time threads preempt it, and
+ * SRT stamps a packet when it is sent, so a sender held up reaches its pipeline as late audio
+ * whatever the SRT latency. Measured (tcpdump of the senders' packets on lo, each PES's capture
+ * time against its PTS): the shared sender at N = 16, 94 s, paused 114-181 ms four times, and
+ * every pipeline inserted the same silence; 32 separate ffmpeg senders (80 % of the machine,
+ * 60 s) sent late together, by 30-200 ms at five instants, and 13 pipelines underran
+ * (`input-late`) at those instants.
  */
-export const SHARED_SENDER_RT_PRIORITY = 20;
+export const SENDER_RT_PRIORITY = 20;
 
 let chrtWorks: boolean | undefined;
 
 /** `chrt -f PRIORITY` may be used here (root, CAP_SYS_NICE or an RLIMIT_RTPRIO that allows it). */
-export function sharedSenderRealtime(): boolean {
-  chrtWorks ??= spawnSync('chrt', ['-f', String(SHARED_SENDER_RT_PRIORITY), 'true'], { stdio: 'ignore' }).status === 0;
+export function senderRealtime(): boolean {
+  chrtWorks ??= spawnSync('chrt', ['-f', String(SENDER_RT_PRIORITY), 'true'], { stdio: 'ignore' }).status === 0;
   return chrtWorks;
 }
 
-/** The argv that starts `command`: under `chrt -f` for the shared sender where the host allows it. */
-export function senderLaunch(kind: SenderKind, command: string[]): string[] {
-  return kind === 'gst-shared' && sharedSenderRealtime() ? ['chrt', '-f', String(SHARED_SENDER_RT_PRIORITY), ...command] : command;
+/** The argv that starts a sender's `command`: under `chrt -f` where the host allows it. */
+export function senderLaunch(command: string[]): string[] {
+  return senderRealtime() ? ['chrt', '-f', String(SENDER_RT_PRIORITY), ...command] : command;
 }
 
 /** One sender process (for `gst-shared`, the one feeding every pipeline). */
@@ -596,7 +598,7 @@ export class Sender {
   }
 
   static start(kind: SenderKind, file: string, ports: number[], localPort = 0, rate = 1): Sender {
-    const command = senderLaunch(kind, senderCommand(kind, file, ports, localPort, rate));
+    const command = senderLaunch(senderCommand(kind, file, ports, localPort, rate));
     const [cmd, ...args] = command;
     const child = spawn(cmd ?? 'false', args, { stdio: ['ignore', 'ignore', 'pipe'], detached: true });
     child.on('error', () => undefined);

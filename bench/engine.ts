@@ -740,7 +740,7 @@ async function scaleBench(s: Settings, root: string, registry: string | undefine
   return {
     sender: {
       kind: s.sender,
-      command: senderLaunch(s.sender, senderCommand(s.sender, rig.programme, [0], s.sender === 'gst-shared' ? 1 : 0, s.senderRate))
+      command: senderLaunch(senderCommand(s.sender, rig.programme, [0], s.sender === 'gst-shared' ? 1 : 0, s.senderRate))
         .map((a) => a.replace(':0?', ':PORT?').replace('localport=1', 'localport=LOCALPORT')),
       processes: s.sender === 'gst-shared' ? 'one for all pipelines' : 'one per pipeline',
       programme: rig.programme,
