@@ -175,7 +175,7 @@ wander_tilt (const ClockDriftPoint * pts, unsigned from, unsigned to,
     double x = pts[k].t - l->tm[g < l->nseg ? g : l->nseg - 1];
     stt += x * x;
   }
-  if (to <= from || stt <= 0.0)
+  if (stt <= 0.0)                /* no points, or one time */
     return INFINITY;
   return CLOCK_DRIFT_WANDER_TILT * (hi > lo ? hi - lo : 0.0)
       / sqrt (12.0 * stt / (to - from));
