@@ -94,6 +94,7 @@ export async function admissionBench(s: AdmissionBenchSettings): Promise<Admissi
     const pipelines: { id: string; rtpPort: number }[] = [];
     let refusal: string | null = null;
     let refusalsRetried = 0;
+    const withoutAudio: number[] = [];
     const t0 = performance.now();
     for (const rtpPort of counters.ports) {
       const srtPort = await freeUdpPort();
@@ -123,7 +124,12 @@ export async function admissionBench(s: AdmissionBenchSettings): Promise<Admissi
         // the programme, not only packets: the bridge sends silence until its input comes
         const got = (await counters.snapshot()).sockets.find((c) => c.port === rtpPort)?.audio_frames ?? 0;
         if (got > 0) break;
-        if (performance.now() > until) throw new Error(`pipeline ${pipelines.length}: no audio in 30 s`);
+        if (performance.now() > until) {
+          // an accepted pipeline that cannot carry the programme is admission's miss, judged below
+          withoutAudio.push(pipelines.length);
+          s.log(`admission: pipeline ${pipelines.length} accepted but no audio in 30 s`);
+          break;
+        }
         await sleep(200);
       }
       // the engine's 5 s window then sees the new sender and pipeline
@@ -160,6 +166,7 @@ export async function admissionBench(s: AdmissionBenchSettings): Promise<Admissi
     const sum = (f: (r: (typeof rows)[number]) => number): number => rows.reduce((a, r) => a + f(r), 0);
     const rates = rows.map((r) => r.rate);
     const reasons: string[] = [];
+    if (withoutAudio.length > 0) reasons.push(`${withoutAudio.length} pipeline(s) without audio 30 s after they were accepted (number ${withoutAudio.join(', ')})`);
     if (sum((r) => r.gaps) > 0) reasons.push(`${sum((r) => r.gaps)} RTP sequence gap(s)`);
     const slow = rows.filter((r) => Math.abs(r.rate - 1000) > 20).length;
     if (slow > 0) reasons.push(`${slow} pipeline(s) off 1000 RTP packets/s by > 2 % (min ${Math.min(...rates).toFixed(0)}/s)`);
