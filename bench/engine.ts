@@ -903,7 +903,7 @@ export function engineTable(r: EngineBenchResult): string {
       '',
       `- admission (pipelines created one by one with audio flowing, one \`${ad.sender}\` sender each, until the engine refused): ` +
         `**${ad.accepted} accepted**${ad.largestRealTimeN === null ? '' : ` against a largest real-time N of **${ad.largestRealTimeN}** in the sweep ` +
-          `(${ad.acceptedOfCapacity === null ? 'n/a' : `${f(100 * ad.acceptedOfCapacity, 0)} %`}; goal >= 85 % and never more)`}; ` +
+          `(${ad.acceptedOfCapacity === null ? 'n/a' : `${f(100 * ad.acceptedOfCapacity, 0)} %`}; goal >= 90 % and never more)`}; ` +
         `over a ${f(ad.window.windowS, 0)} s window ${ad.window.realTime ? 'every accepted pipeline was real time' : `**not** every accepted pipeline was real time (${ad.window.reasons.join('; ')})`} ` +
         `(RTP ${f(ad.window.rtpMinRatePerS, 0)}-${f(ad.window.rtpMaxRatePerS, 0)}/s, per pipeline CPU median ${f(ad.window.pipelineCpuPctMedian)} %, headroom ratio ${f(ad.window.headroomRatio, 3)})`,
       `- admission refusal (3 in a row, 10 s apart; ${ad.refusalsRetried} earlier refusal(s) retried; headroom ratio ${f(ad.headroomAtStart, 3)} at the start): ` +
