@@ -152,8 +152,14 @@ fit (const ClockDriftPoint * pts, unsigned from, unsigned to,
  * points, and T, the span of one segment of evenly spread points with the
  * same spread about their segments' mean times (sqrt (12 mean (t - tm)^2)):
  * a wander of W that changes sign half way tilts a least-squares line over
- * T by CLOCK_DRIFT_WANDER_TILT W / T.  A line cut into segments at offset
- * steps has a shorter T than its span. */
+ * T by 1.5 W / T, W measured about the true line.  About the fitted line,
+ * which has taken in part of the wander, W comes out smaller: with 1.5 a
+ * step of 1.4 ms in the arrivals' floor at 57 s, in 1 s minima that
+ * scatter by +-1.5 ms, tilted a line by 22 ppm whose tilt read 16-18
+ * (ffmpeg-16-step-*), and over the lines of tests/clock/arrivals that were
+ * not coarse the error reached 1.97 times 1.5 W / T.  So
+ * CLOCK_DRIFT_WANDER_TILT is twice that, 3.  A line cut into segments at
+ * offset steps has a shorter T than its span. */
 static double
 wander_tilt (const ClockDriftPoint * pts, unsigned from, unsigned to,
     const Line * l)

@@ -128,7 +128,7 @@
 #define CLOCK_DRIFT_REPORT_MAX_SE 0.00001
 #define CLOCK_DRIFT_REPORT_TOL 0.00002
 #define CLOCK_DRIFT_WANDER_BINS 10
-#define CLOCK_DRIFT_WANDER_TILT 1.5
+#define CLOCK_DRIFT_WANDER_TILT 3.0
 
 typedef struct
 {
@@ -222,10 +222,14 @@ double clock_drift_rate (const ClockDrift * d);
  * by 3-5 ms (shared-16-wander-*).  The se assumes the minima scatter
  * independently; a wander that moves them together for a minute is what
  * it cannot see.  The tilt is a screen, not a bound: a wander that lines
- * up over the line's span looks like drift (test-clock-drift).  With it
- * the ffmpeg recordings' line is the report from 42-152 s on (from time
- * to time before), within 17.6 ppm, where it was from 38-46 s on within
- * 19.5. */
+ * up over the line's span looks like drift (test-clock-drift).  Its
+ * factor is 3 W / T (drift.c, wander_tilt): at 1.5 the lines of 16 ffmpeg
+ * senders whose arrivals' floor stepped by 1.4-2 ms at 45-60 s read 21-24
+ * ppm off at 60-140 s (ffmpeg-16-step-*).  With 3 the ffmpeg recordings'
+ * line is the report from 150-155 s on in 6 of 8 (2 not known in their
+ * 158 s), within 11.3 ppm; at 1.5 from 42-152 s on, within 17.6.  The
+ * price is an early figure: one SRT caller at -1000 ppm on a quiet host,
+ * known at 50 s at 1.5 (2.5 ppm off), is not known then at 3. */
 double clock_drift_report_rate (const ClockDrift * d);
 /* clock_drift_report_rate is a figure, not NAN: the long view is ready,
  * or the line is not coarse and either not ready (the bridge reports its

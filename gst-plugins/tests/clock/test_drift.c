@@ -46,10 +46,11 @@
  *     while the wander of its 10 s minima could not tilt it by
  *     REPORT_TOL_PPM: on clean arrivals a figure from FROM_S on, within
  *     TOL_PPM; on arrivals whose 5 s blocks wander by up to 3 ms (40 runs
- *     of 240 s) at least a third fewer runs with a figure more than
- *     REPORT_TOL_PPM off than the line alone would give (21 of 40 against
- *     37: the rule is a screen, a wander that lines up over the line's
- *     span looks like drift; only the long view holds the bar). */
+ *     of 240 s) at most a quarter of the runs with a figure more than
+ *     REPORT_TOL_PPM off that the line alone would give (7 of 40 against
+ *     37; 21 when the tilt was 1.5 W / T: the rule is a screen, a wander
+ *     that lines up over the line's span looks like drift; only the long
+ *     view holds the bar). */
 #include "drift.h"
 
 #include <math.h>
@@ -574,9 +575,9 @@ wandering_line (void)
       "figure more than %.0f ppm off in %u (the line alone: %u), a figure "
       "at all in %u\n", WANDER_RUNS, REPORT_TOL_PPM, wrong, line_wrong,
       known);
-  CHECK (3 * wrong <= 2 * line_wrong, "a wandering line: %u runs with a "
-      "figure more than %.0f ppm off, the line alone %u: not a third fewer",
-      wrong, REPORT_TOL_PPM, line_wrong);
+  CHECK (4 * wrong <= line_wrong, "a wandering line: %u runs with a "
+      "figure more than %.0f ppm off, the line alone %u: more than a "
+      "quarter", wrong, REPORT_TOL_PPM, line_wrong);
 }
 
 static void
