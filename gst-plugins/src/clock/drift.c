@@ -155,9 +155,10 @@ fit (const ClockDriftPoint * pts, unsigned from, unsigned to,
  * T by 1.5 W / T, W measured about the true line.  About the fitted line,
  * which has taken in part of the wander, W comes out smaller: with 1.5 a
  * step of 1.4 ms in the arrivals' floor at 57 s, in 1 s minima that
- * scatter by +-1.5 ms, tilted a line by 22 ppm whose tilt read 16-18
- * (ffmpeg-16-step-*), and over the lines of tests/clock/arrivals that were
- * not coarse the error reached 1.97 times 1.5 W / T.  So
+ * scatter by +-1.5 ms, tilted a line by 22 ppm whose tilt read 13-18
+ * (ffmpeg-16-step-*), and over the lines not coarse of the ffmpeg
+ * recordings (tests/clock/arrivals' and the 16 of that run) the error
+ * reached 1.97 times 1.5 W / T.  So
  * CLOCK_DRIFT_WANDER_TILT is twice that, 3.  A line cut into segments at
  * offset steps has a shorter T than its span. */
 static double
