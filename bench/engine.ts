@@ -3,7 +3,7 @@
  * (`node dist/audio-engine.mjs`, run `npm run build` first), every process on 127.0.0.1.
  *
  *   node --import=tsx bench/engine.ts [--only engine|scale] [--quick] [--sender gst-shared|gst|ffmpeg] [--scale 1,8,16]
- *                                     [--window S] [--packets-per-send K] [--reference ffmpeg|floor]
+ *                                     [--window S] [--packets-per-send K] [--reference ffmpeg|floor|passthrough|no-bridge]
  *
  * engine (runEngineBench with parts.engine):
  *   - ready: the engine spawned `readyRuns` times (one temp folder: the first run scans a cold
@@ -26,11 +26,12 @@
  *   `rtp_packets_per_send = K` in each engine's config.
  *   Real time = every pipeline: no RTP sequence gap, RTP rate within 2 % of 1000 packets/s, no
  *   SRT packet lost or dropped, no restart. The sweep stops at the first N that is not.
- *   `--reference ffmpeg|floor`: after the engine's step at each N, the same step with N ffmpeg
- *   processes doing the pipelines' job, or N of the floor (the input graph and a minimal C
- *   sender), in the engine's place (bench/scale-reference.ts), the same sender,
- *   counter, settle, window and rule (bench/scale-window.ts); each kind's sweep stops at its own
- *   first N that is not real time, the other's goes on.
+ *   `--reference ffmpeg|floor|passthrough|no-bridge`: after the engine's step at each N, the same
+ *   step with N ffmpeg processes doing the pipelines' job, N of the floor (the input graph and a
+ *   minimal C sender), N of the passthrough (the engine's graph without steps or meter) or N of
+ *   that without the clock bridge, in the engine's place (bench/scale-reference.ts), the same
+ *   sender, counter, settle, window and rule (bench/scale-window.ts); each kind's sweep stops at
+ *   its own first N that is not real time, the other's goes on.
  */
 import { spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -86,8 +87,8 @@ export interface EngineBenchOptions {
   sender?: SenderKind;
   /**
    * scale: after the engine's step at each N, the same step with N ffmpeg processes doing the
-   * pipelines' job, or N of the floor, instead (bench/scale-reference.ts); each kind's sweep stops
-   * at its own first N that is not real time
+   * pipelines' job, N of the floor, of the passthrough or of the no-bridge graph, instead
+   * (bench/scale-reference.ts); each kind's sweep stops at its own first N that is not real time
    */
   reference?: ScaleReferenceKind;
   /** scale: how fast the ffmpeg senders read against the host clock (1.0005: 500 ppm fast); default 1 */
@@ -198,10 +199,10 @@ export interface ScaleResult {
 
 export { SCALE_REFERENCE_KINDS, type ScaleReferenceKind };
 
-/** The side-by-side reference of a scale run (`--reference ffmpeg|floor`). */
+/** The side-by-side reference of a scale run (`--reference ffmpeg|floor|passthrough|no-bridge`). */
 export interface ScaleReferenceResult {
   kind: ScaleReferenceKind;
-  /** the processes of one reference pipeline (one for ffmpeg, two for the floor); the ports shown as SRT_PORT and RTP_PORT */
+  /** the processes of one reference pipeline (two for the floor, one for the others); the ports shown as SRT_PORT and RTP_PORT */
   commands: string[][];
   /** SRT loss is not part of its judgement: why */
   srtStats: string;
@@ -918,7 +919,7 @@ export function engineTable(r: EngineBenchResult): string {
 // command line
 
 export const ENGINE_USAGE =
-  '[--only engine|scale] [--quick] [--sender gst-shared|gst|ffmpeg] [--scale 1,8,16,32,64] [--window S] [--settle S] [--sender-rate R] [--packets-per-send K] [--admission] [--reference ffmpeg|floor]';
+  '[--only engine|scale] [--quick] [--sender gst-shared|gst|ffmpeg] [--scale 1,8,16,32,64] [--window S] [--settle S] [--sender-rate R] [--packets-per-send K] [--admission] [--reference ffmpeg|floor|passthrough|no-bridge]';
 
 /** Reads the engine bench flags; returns false for a flag that is not one of them. */
 export function engineBenchFlag(a: string, value: () => string, into: EngineBenchOptions): boolean {

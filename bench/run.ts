@@ -3,7 +3,7 @@
  *
  *   npm run bench -- [--runs N] [--only eq|loudnorm|resampler|engine|scale|drift|clockcpu|cost|lateness|failover] [--quick]
  *                    [--cache-dir DIR] [--plugin-path DIR] [--duration S] [--sender gst-shared|gst|ffmpeg] [--scale 1,8,16]
- *                    [--window S] [--packets-per-send K] [--admission] [--reference ffmpeg|floor] [--drift-window S] [--rounds N] [--losses N]
+ *                    [--window S] [--packets-per-send K] [--admission] [--reference ffmpeg|floor|passthrough|no-bridge] [--drift-window S] [--rounds N] [--losses N]
  *
  * Runs bench/dsp-eq.ts (parametriceq vs equalizer-nbands), bench/dsp-loudnorm.ts (loudnorm vs
  * ffmpeg loudnorm, with the loudness each delivers), bench/dsp-resampler.ts (the clockbridge

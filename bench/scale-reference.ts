@@ -1,7 +1,7 @@
 /**
- * The scale bench's references (`--reference ffmpeg|floor`): one step of N reference pipelines in
- * place of the engine's, fed by the same kind of sender, received by the same RTP counter and
- * judged by the same rule (bench/scale-window.ts).
+ * The scale bench's references (`--reference ffmpeg|floor|passthrough|no-bridge`): one step of N
+ * reference pipelines in place of the engine's, fed by the same kind of sender, received by the
+ * same RTP counter and judged by the same rule (bench/scale-window.ts).
  *
  * - `ffmpeg`: one ffmpeg process per pipeline doing the pipeline's job (bench/ffmpeg-pipeline.ts).
  * - `floor`: the least a host can do for a pipeline without doing its job, as the cost bench's
@@ -9,6 +9,17 @@
  *   AAC decode into a fakesink; one gst-launch-1.0) plus bench/floor-sender.c sending 1000 RTP
  *   L24 packets a second on the clock, 4 per 4 ms (no audio work; a fixed non-zero payload). What
  *   the floor cannot carry on a host, no engine of this design can.
+ * - `passthrough`: the least a pipeline of the engine's design costs: the compiler's own graph for
+ *   the pipeline without processing steps and with `level` cut out (SRT receive, demux, AAC
+ *   decode, the clock bridge, l24pack, rtpL24pay, rtpbatch, udpsink; one gst-launch-1.0). It
+ *   carries the programme unprocessed, so the counter judges its audio as the engine's. What it
+ *   cannot carry on a host, no saving in the steps or the meters can make the engine carry.
+ * - `no-bridge`: the passthrough without the clock bridge: udpsink paces the packets on the
+ *   input's own timestamps, as the engine did before the bridge. Its cost at scale against the
+ *   passthrough's is the bridge's; what it cannot carry, no saving in the bridge, the steps or
+ *   the meter can. The rule judges it more leniently than the others: without the bridge a late
+ *   input makes late packets, not inserted silence, and the rule sees lateness only as a rate
+ *   more than 2 % off over the window.
  *
  * Each pipeline's SRT listener is bound before the senders call. CPU and RSS of each pipeline's
  * processes (summed) from /proc/PID over the window. Every process started here is ended, process
@@ -25,12 +36,12 @@ import { parsePipelineSpec } from '../src/spec/validate.js';
 import { freeUdpPort } from '../test/helpers/ports.js';
 import { killGroup, loadAverage, RtpCounters, Sender, sleep, stopAll, type SenderKind } from './engine-harness.js';
 import { ffmpegPipelineArgv, type FfmpegEqBand } from './ffmpeg-pipeline.js';
-import { CUT_SINK, cutAfter, launchArgv, parseLaunch } from './launch-graph.js';
+import { CUT_SINK, cutAfter, launchArgv, parseLaunch, without } from './launch-graph.js';
 import { openRigWindow, realTimeReasons, rtpTotals, rtpWindowSample, spread, waitForAudio, type RtpWindowSample, type ScaleStepFigures } from './scale-window.js';
 
 /** What the scale bench can run beside the engine as its reference. */
-export type ScaleReferenceKind = 'ffmpeg' | 'floor';
-export const SCALE_REFERENCE_KINDS: readonly ScaleReferenceKind[] = ['ffmpeg', 'floor'];
+export type ScaleReferenceKind = 'ffmpeg' | 'floor' | 'passthrough' | 'no-bridge';
+export const SCALE_REFERENCE_KINDS: readonly ScaleReferenceKind[] = ['ffmpeg', 'floor', 'passthrough', 'no-bridge'];
 
 /** What every step of a reference needs: the rig (shared with the engine's steps) and the job. */
 export interface ReferenceScaleSetup {
@@ -47,6 +58,7 @@ export interface ReferenceScaleSetup {
   bands: readonly FfmpegEqBand[];
   /** floor: bench/floor-sender.c built (benchBinary), our elements' folder, the engine's compile options */
   floorSender: string;
+  /** floor, passthrough, no-bridge: our elements' folder */
   pluginPath: string;
   compileOptions: CompileOptions;
   log: (line: string) => void;
@@ -75,9 +87,12 @@ export interface ReferenceScaleStep extends ScaleStepFigures {
 
 /** Why the SRT figures of a reference are missing from its judgement. */
 export function referenceSrtStats(kind: ScaleReferenceKind): string {
-  return kind === 'ffmpeg'
-    ? "not read: ffmpeg's SRT input exposes no statistics (a loss shows only as a gap in the audio)"
-    : 'not read: the floor sends a fixed payload, so a loss on its input does not reach the counter';
+  switch (kind) {
+    case 'ffmpeg': return "not read: ffmpeg's SRT input exposes no statistics (a loss shows only as a gap in the audio)";
+    case 'floor': return 'not read: the floor sends a fixed payload, so a loss on its input does not reach the counter';
+    case 'passthrough':
+    case 'no-bridge': return 'not read: its statistics are not parsed here (a loss shows as a gap in the audio)';
+  }
 }
 
 /** Ports that stand for SRT_PORT and RTP_PORT in a command shown (any valid port no other token contains). */
@@ -93,11 +108,30 @@ export function floorInputArgv(setup: Pick<ReferenceScaleSetup, 'latencyMs' | 'c
   return launchArgv(cutAfter(parseLaunch(compilePipeline(spec, setup.compileOptions)), 'decode', CUT_SINK));
 }
 
+/**
+ * The passthrough: the compiler's graph for the engine's pipeline with no processing steps and
+ * `level` cut out, sending to `rtpPort`; `no-bridge`: that without the clock bridge too.
+ */
+export function passthroughArgv(
+  setup: Pick<ReferenceScaleSetup, 'kind' | 'latencyMs' | 'compileOptions'>, srtPort: number, rtpPort: number,
+): string[] {
+  const spec = parsePipelineSpec({
+    name: 'passthrough', input: { type: 'srt', port: srtPort, latency: setup.latencyMs },
+    processing: [], output: { type: 'rtp', host: '127.0.0.1', port: rtpPort },
+  });
+  const cut = setup.kind === 'no-bridge' ? ['level', 'bridge'] : ['level'];
+  return launchArgv(without(parseLaunch(compilePipeline(spec, setup.compileOptions)), ...cut));
+}
+
 /** The commands of one reference pipeline, ports shown as SRT_PORT and RTP_PORT (for the report). */
 export function referenceScaleCommands(setup: Pick<ReferenceScaleSetup, 'kind' | 'latencyMs' | 'targetLufs' | 'bands' | 'floorSender' | 'compileOptions'>): string[][] {
   if (setup.kind === 'floor') {
     const input = ['gst-launch-1.0', ...floorInputArgv(setup, SHOWN_SRT_PORT)].map((a) => a.replaceAll(String(SHOWN_SRT_PORT), 'SRT_PORT'));
     return [input, [setup.floorSender, '127.0.0.1', 'RTP_PORT']];
+  }
+  if (setup.kind === 'passthrough' || setup.kind === 'no-bridge') {
+    return [['gst-launch-1.0', ...passthroughArgv(setup, SHOWN_SRT_PORT, SHOWN_RTP_PORT)]
+      .map((a) => a.replaceAll(String(SHOWN_SRT_PORT), 'SRT_PORT').replaceAll(String(SHOWN_RTP_PORT), 'RTP_PORT'))];
   }
   return [['ffmpeg', ...ffmpegPipelineArgv({ srtPort: 1, rtpPort: 2, latencyMs: setup.latencyMs, targetLufs: setup.targetLufs, bands: setup.bands })]
     .map((a) => a.replace('127.0.0.1:1?', '127.0.0.1:SRT_PORT?').replace('127.0.0.1:2?', '127.0.0.1:RTP_PORT?'))];
@@ -132,7 +166,7 @@ class ReferenceProcess {
   }
 }
 
-/** One reference pipeline: an ffmpeg, or the floor's input graph and sender. */
+/** One reference pipeline: an ffmpeg, the floor's input graph and sender, or a passthrough graph. */
 class ReferencePipeline {
   private constructor(readonly processes: ReferenceProcess[], readonly srtPort: number, readonly rtpPort: number) {}
 
@@ -143,6 +177,10 @@ class ReferencePipeline {
         ReferenceProcess.start('gst-launch-1.0', floorInputArgv(setup, srtPort), env),
         ReferenceProcess.start(setup.floorSender, ['127.0.0.1', String(rtpPort)]),
       ], srtPort, rtpPort);
+    }
+    if (setup.kind === 'passthrough' || setup.kind === 'no-bridge') {
+      const env = { ...process.env, GST_PLUGIN_PATH: setup.pluginPath };
+      return new ReferencePipeline([ReferenceProcess.start('gst-launch-1.0', passthroughArgv(setup, srtPort, rtpPort), env)], srtPort, rtpPort);
     }
     const argv = ffmpegPipelineArgv({ srtPort, rtpPort, latencyMs: setup.latencyMs, targetLufs: setup.targetLufs, bands: setup.bands });
     return new ReferencePipeline([ReferenceProcess.start('ffmpeg', argv)], srtPort, rtpPort);

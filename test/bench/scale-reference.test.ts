@@ -1,6 +1,7 @@
 /**
  * The scale bench's side-by-side reference: the `--reference` flag and its errors, the commands
- * of each kind (the floor's input cut out of the compiler's graph as the cost bench cuts it), and the one
+ * of each kind (the floor's input cut out of the compiler's graph as the cost bench cuts it; the
+ * passthrough and no-bridge graphs the compiler's without steps, meter or bridge), and the one
  * real-time rule both kinds are judged by (bench/scale-window.ts), fed with what each kind can
  * tell (the engine's SRT, underrun and restart counts; a reference process that ended).
  */
@@ -12,14 +13,16 @@ import { realTimeReasons, rtpWindowSample, sweepEnd, sweepSideBySide, type Judge
 
 const parse = (...argv: string[]): EngineBenchOptions => parseEngineBenchArgs(argv);
 
-void t.test('--reference ffmpeg|floor is read; anything else is refused, naming the flag', async (t) => {
+void t.test('--reference ffmpeg|floor|passthrough|no-bridge is read; anything else is refused, naming the flag', async (t) => {
   t.equal(parse('--reference', 'ffmpeg').reference, 'ffmpeg');
   t.equal(parse('--reference', 'floor').reference, 'floor');
+  t.equal(parse('--reference', 'passthrough').reference, 'passthrough');
+  t.equal(parse('--reference', 'no-bridge').reference, 'no-bridge');
   t.equal(parse('--scale', '2').reference, undefined, 'no reference unless asked for');
-  t.throws(() => parse('--reference', 'gst'), /--reference ffmpeg\|floor, not gst/);
-  t.throws(() => parse('--reference', 'FFMPEG'), /--reference ffmpeg\|floor, not FFMPEG/);
+  t.throws(() => parse('--reference', 'gst'), /--reference ffmpeg\|floor\|passthrough\|no-bridge, not gst/);
+  t.throws(() => parse('--reference', 'FFMPEG'), /--reference ffmpeg\|floor\|passthrough\|no-bridge, not FFMPEG/);
   t.throws(() => parse('--reference'), /--reference needs a value/);
-  t.match(ENGINE_USAGE, /\[--reference ffmpeg\|floor\]/);
+  t.match(ENGINE_USAGE, /\[--reference ffmpeg\|floor\|passthrough\|no-bridge\]/);
 });
 
 const job = { latencyMs: 300, targetLufs: -23, bands: [], floorSender: '/cache/floor-sender', compileOptions: COST_COMPILE_OPTIONS };
@@ -37,6 +40,22 @@ void t.test("the floor's input is the cost bench's: the compiler's graph cut aft
   t.match(ffmpeg?.join(' '), /^ffmpeg .*srt:\/\/127\.0\.0\.1:SRT_PORT\?mode=listener&latency=300000 .*rtp:\/\/127\.0\.0\.1:RTP_PORT\?pkt_size=300$/);
   t.match(referenceSrtStats('floor'), /not read/);
   t.match(referenceSrtStats('ffmpeg'), /not read/);
+  t.match(referenceSrtStats('passthrough'), /not read/);
+});
+
+void t.test("the passthrough is the compiler's graph without steps or level: every element the design keeps", async (t) => {
+  const [graph, ...more] = referenceScaleCommands({ ...job, kind: 'passthrough' });
+  t.same(more, [], 'one gst-launch-1.0 per pipeline');
+  const line = graph?.join(' ') ?? '';
+  t.match(line, /^gst-launch-1\.0 .* srtsrc name=src mode=listener .*localport=SRT_PORT latency=300 .*! decodebin name=decode ! audioconvert name=inconvert ! audioresample name=resample ! \S+ ! clockbridge name=bridge [^!]*! l24pack name=outconvert ! rtpL24pay name=pay [^!]*! rtpbatch name=batch packets=4 [^!]*! udpsink name=out host=127\.0\.0\.1 port=RTP_PORT /);
+  t.notOk(/\b(level|loudnorm|parametriceq) /.test(line), 'no meter, no step');
+  t.match(line, /pipelinestats name=stats .*enginecontrol name=control fd=4/, "the engine's unlinked elements stay: the child is the engine's but for the steps and the meter");
+
+  const [noBridge, ...alone] = referenceScaleCommands({ ...job, kind: 'no-bridge' });
+  t.same(alone, [], 'one gst-launch-1.0 per pipeline');
+  t.notOk(noBridge?.includes('clockbridge'), 'no clock bridge');
+  t.same(noBridge?.join(' '), line.replace(/ ! clockbridge name=bridge [^!]*!/, ' !'), 'the passthrough without the clock bridge, nothing else changed');
+  t.match(referenceSrtStats('no-bridge'), /not read/);
 });
 
 const none = { senders: [] };
