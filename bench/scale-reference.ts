@@ -123,15 +123,18 @@ export function passthroughArgv(
   return launchArgv(without(parseLaunch(compilePipeline(spec, setup.compileOptions)), ...cut));
 }
 
+/** A command made for SHOWN_SRT_PORT and SHOWN_RTP_PORT, those ports shown as SRT_PORT and RTP_PORT. */
+function shownPorts(argv: readonly string[]): string[] {
+  return argv.map((a) => a.replaceAll(String(SHOWN_SRT_PORT), 'SRT_PORT').replaceAll(String(SHOWN_RTP_PORT), 'RTP_PORT'));
+}
+
 /** The commands of one reference pipeline, ports shown as SRT_PORT and RTP_PORT (for the report). */
 export function referenceScaleCommands(setup: Pick<ReferenceScaleSetup, 'kind' | 'latencyMs' | 'targetLufs' | 'bands' | 'floorSender' | 'compileOptions'>): string[][] {
   if (setup.kind === 'floor') {
-    const input = ['gst-launch-1.0', ...floorInputArgv(setup, SHOWN_SRT_PORT)].map((a) => a.replaceAll(String(SHOWN_SRT_PORT), 'SRT_PORT'));
-    return [input, [setup.floorSender, '127.0.0.1', 'RTP_PORT']];
+    return [shownPorts(['gst-launch-1.0', ...floorInputArgv(setup, SHOWN_SRT_PORT)]), [setup.floorSender, '127.0.0.1', 'RTP_PORT']];
   }
   if (setup.kind === 'passthrough' || setup.kind === 'no-bridge') {
-    return [['gst-launch-1.0', ...passthroughArgv(setup, SHOWN_SRT_PORT, SHOWN_RTP_PORT)]
-      .map((a) => a.replaceAll(String(SHOWN_SRT_PORT), 'SRT_PORT').replaceAll(String(SHOWN_RTP_PORT), 'RTP_PORT'))];
+    return [shownPorts(['gst-launch-1.0', ...passthroughArgv(setup, SHOWN_SRT_PORT, SHOWN_RTP_PORT)])];
   }
   return [['ffmpeg', ...ffmpegPipelineArgv({ srtPort: 1, rtpPort: 2, latencyMs: setup.latencyMs, targetLufs: setup.targetLufs, bands: setup.bands })]
     .map((a) => a.replace('127.0.0.1:1?', '127.0.0.1:SRT_PORT?').replace('127.0.0.1:2?', '127.0.0.1:RTP_PORT?'))];
@@ -171,15 +174,15 @@ class ReferencePipeline {
   private constructor(readonly processes: ReferenceProcess[], readonly srtPort: number, readonly rtpPort: number) {}
 
   static start(setup: ReferenceScaleSetup, srtPort: number, rtpPort: number): ReferencePipeline {
+    // our elements for the gst-launch-1.0 kinds
+    const env = { ...process.env, GST_PLUGIN_PATH: setup.pluginPath };
     if (setup.kind === 'floor') {
-      const env = { ...process.env, GST_PLUGIN_PATH: setup.pluginPath };
       return new ReferencePipeline([
         ReferenceProcess.start('gst-launch-1.0', floorInputArgv(setup, srtPort), env),
         ReferenceProcess.start(setup.floorSender, ['127.0.0.1', String(rtpPort)]),
       ], srtPort, rtpPort);
     }
     if (setup.kind === 'passthrough' || setup.kind === 'no-bridge') {
-      const env = { ...process.env, GST_PLUGIN_PATH: setup.pluginPath };
       return new ReferencePipeline([ReferenceProcess.start('gst-launch-1.0', passthroughArgv(setup, srtPort, rtpPort), env)], srtPort, rtpPort);
     }
     const argv = ffmpegPipelineArgv({ srtPort, rtpPort, latencyMs: setup.latencyMs, targetLufs: setup.targetLufs, bands: setup.bands });
