@@ -136,11 +136,17 @@ export class HostCapacity {
 
   /**
    * Admits a pipeline (or station) at the full cost of its shape, or throws CapacityError naming
-   * the headroom and the cost. Nothing else changes on refusal.
+   * the headroom and the cost, or, on a host busy near its capacity, the admitted pipelines that
+   * are behind real time (model.ts decide). Nothing else changes on refusal.
    */
   admit(id: string, graph: CostedGraph, code: 'HOST_AT_CAPACITY' | 'STATION_AT_CAPACITY' = 'HOST_AT_CAPACITY'): void {
+    this.admitAs(id, graph, code, true);
+  }
+
+  /** `gate`: refused also while admitted pipelines are behind on a busy host (not for a change to one of them). */
+  private admitAs(id: string, graph: CostedGraph, code: 'HOST_AT_CAPACITY' | 'STATION_AT_CAPACITY', gate: boolean): void {
     if (this.leases.has(id)) return;
-    const { cost, decision } = this.fit(id, graph);
+    const { cost, decision } = this.fit(id, graph, gate);
     if (!decision.admit) {
       this.options.log.warn(
         { event: 'admission-refused', pipeline_id: id, shape: cost.shape, cost_percent: round(cost.costPct), headroom_percent: round(decision.headroomPct) },
@@ -160,7 +166,9 @@ export class HostCapacity {
     if (graphShape(graph) === old.shape) return undefined;
     this.leases.delete(id);
     try {
-      this.admit(id, graph, code);
+      // a change to a pipeline already on air is not held back by the others behind: it is
+      // admitted by its cost alone (its own lease back on refusal)
+      this.admitAs(id, graph, code, false);
     } catch (error) {
       this.leases.set(id, old);
       throw error;
@@ -172,13 +180,21 @@ export class HostCapacity {
 
   /** Admits the pipeline when it fits (true), quietly (a waiting pipeline is tried again and again). */
   tryAdmit(id: string, graph: CostedGraph): boolean {
-    return this.leases.has(id) || this.fit(id, graph).decision.admit;
+    return this.leases.has(id) || this.fit(id, graph, true).decision.admit;
   }
 
-  /** Decides whether the pipeline fits at its shape's cost, and when it does, holds its lease. */
-  private fit(id: string, graph: CostedGraph): { cost: ShapeCost; decision: ReturnType<typeof decide> } {
+  /** The admitted pipelines (and stations) receiving and not real time over the window. */
+  private behind(): string[] {
+    return [...this.leases.keys()].filter((id) => this.pipeline(id).behind);
+  }
+
+  /**
+   * Decides whether the pipeline fits at its shape's cost (and, with `gate`, whether the host
+   * carries what it has), and when it does, holds its lease.
+   */
+  private fit(id: string, graph: CostedGraph, gate: boolean): { cost: ShapeCost; decision: ReturnType<typeof decide> } {
     const cost = this.book.cost(graph);
-    const decision = decide(this.load(), cost);
+    const decision = decide(this.load(), cost, gate ? this.behind() : []);
     if (decision.admit) this.leases.set(id, { id, shape: cost.shape, graph: { processing: graph.processing, backup: graph.backup }, child: undefined, prev: undefined, window: [], fresh: 0 });
     return { cost, decision };
   }
@@ -242,7 +258,7 @@ export class HostCapacity {
   overload(): OverloadReport | undefined {
     if (this.overloadedSince === undefined) return undefined;
     const load = this.load();
-    const behind = [...this.leases.keys()].filter((id) => this.pipeline(id).behind);
+    const behind = this.behind();
     const cores = (x: number): number => Math.round(x) / 100;
     // Rounded down, so that an overload never reads as a headroom of 0 (rounded to 3 decimals, a
     // headroom between 0 and -0.1 % of a core came out as -0: "headroom_ratio 0" while

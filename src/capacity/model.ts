@@ -140,18 +140,46 @@ export function describeLoad(load: HostLoad): string {
     `other programs ${load.measured ? pct(load.othersPct) : 'not measured'}, admitted pipelines ${pct(load.committedPct)}`;
 }
 
-/** Whether a pipeline of this cost fits in the host's headroom (percent of one core). */
-export function decide(load: HostLoad, cost: ShapeCost): AdmissionDecision {
+/**
+ * The host is as busy as its capacity less twice the reserve, or busier (70 % of it at the default
+ * reserve of 15 %): a pipeline behind real time then says the host is at its limit, whatever the
+ * costs say. Below it a pipeline behind is its own matter (a late contribution link).
+ */
+export function busyNearCapacity(load: HostLoad): boolean {
+  return load.measured && load.othersPct + load.childrenPct >= load.capacityPct - 2 * load.reservePct;
+}
+
+/**
+ * Whether a pipeline of this cost fits in the host's headroom (percent of one core), and, when
+ * the host is busy near its capacity, whether every admitted pipeline is real time (`behind`: the
+ * admitted pipelines that are not). The costs are measured on a host below its limit, and each
+ * pipeline costs more on a fuller one; a pipeline behind on a busy host is the host saying it
+ * carries no more, which no cost can say first (docs/capacity.md).
+ */
+export function decide(load: HostLoad, cost: ShapeCost, behind: readonly string[] = []): AdmissionDecision {
   const room = headroomPct(load);
-  if (cost.costPct <= room) return { admit: true, headroomPct: room, cost, reason: '' };
-  return {
-    admit: false,
-    headroomPct: room,
-    cost,
-    reason: `the host has ${pct(Math.max(0, room))} of a core of CPU headroom and a pipeline of shape ${cost.shape} ` +
-      `is estimated at ${pct(cost.costPct)} (${cost.source === 'measured' ? `measured over ${cost.windows} window(s)` : 'built-in estimate'}); ` +
-      `${describeLoad(load)}`,
-  };
+  if (cost.costPct > room) {
+    return {
+      admit: false,
+      headroomPct: room,
+      cost,
+      reason: `the host has ${pct(Math.max(0, room))} of a core of CPU headroom and a pipeline of shape ${cost.shape} ` +
+        `is estimated at ${pct(cost.costPct)} (${cost.source === 'measured' ? `measured over ${cost.windows} window(s)` : 'built-in estimate'}); ` +
+        `${describeLoad(load)}`,
+    };
+  }
+  if (behind.length > 0 && busyNearCapacity(load)) {
+    const named = behind.slice(0, 5).join(', ') + (behind.length > 5 ? ` and ${behind.length - 5} more` : '');
+    return {
+      admit: false,
+      headroomPct: room,
+      cost,
+      reason: `${behind.length} admitted pipeline(s) behind real time (${named}) on a host ${pct(load.othersPct + load.childrenPct)} busy: ` +
+        `it does not carry what it has, though its headroom of ${pct(room)} would fit a pipeline of shape ${cost.shape} ` +
+        `estimated at ${pct(cost.costPct)}; ${describeLoad(load)}`,
+    };
+  }
+  return { admit: true, headroomPct: room, cost, reason: '' };
 }
 
 /**

@@ -201,3 +201,38 @@ void t.test('where a plain pipeline still fits, one with a backup waits; adding 
   capacity.readmit('pl_cold', { processing: [loud] });
   t.equal(capacity.load().committedPct, plainCost, 'and without it once the backup is removed');
 });
+
+void t.test('a pipeline behind real time on a busy host holds new pipelines back; on a quiet host it does not', async (t) => {
+  // 2 cores, reserve 30 %: "busy" from 140 % (capacity less twice the reserve).
+  const { capacity, second } = rig();
+  await capacity.tick();
+  const a = child(300);
+  capacity.admit('pl_a', { processing: [loud] });
+  capacity.attach('pl_a', a);
+  const onTime = { pid: 300, cpuS: 0.05, child: a, packets: 1000 };
+  const late = { ...onTime, silenceS: 0.04 };
+
+  // quiet (others 0.5 core): 40 ms of silence is the pipeline's own matter (its link)
+  for (let i = 0; i < 5; i += 1) await second(0.5, [i === 4 ? late : onTime]);
+  t.equal(capacity.pipeline('pl_a').behind, true);
+  t.doesNotThrow(() => capacity.admit('pl_b', { processing: [loud] }), 'admitted on a host 55 % busy');
+  capacity.release('pl_b');
+
+  // busy (others 1.45 cores + the child: 150 %) with 30 % headroom, and the same silence
+  for (let i = 0; i < 5; i += 1) await second(1.45, [i === 4 ? late : onTime]);
+  t.ok(capacity.headroomRatio() > 0.05, 'the costs alone would admit one more');
+  const error = t.throws(() => capacity.admit('pl_b', { processing: [loud] })) as CapacityError;
+  t.ok(error instanceof CapacityError);
+  t.equal(error.code, 'HOST_AT_CAPACITY');
+  t.equal(error.retryAfterS, 10);
+  t.match(error.message, /^not enough CPU for a new pipeline: 1 admitted pipeline\(s\) behind real time \(pl_a\) on a host 150\.0 % busy: it does not carry what it has, though its headroom of [\d.]+ % would fit a pipeline of shape loudness-normalize estimated at 4\.4 %; capacity 200\.0 %, reserve 30\.0 %/);
+  t.notOk(capacity.tryAdmit('pl_w', { processing: [loud] }), 'a waiting pipeline waits too');
+  t.equal(capacity.cost('pl_b'), undefined, 'a refusal holds nothing');
+  capacity.readmit('pl_a', { processing: [] });
+  t.equal(capacity.cost('pl_a')?.shape, '-', 'a change to the pipeline behind is admitted by its cost alone');
+
+  // the silence leaves the 5 s window: the host carries what it has again
+  for (let i = 0; i < 5; i += 1) await second(1.45, [onTime]);
+  t.equal(capacity.pipeline('pl_a').behind, false);
+  t.doesNotThrow(() => capacity.admit('pl_b', { processing: [loud] }));
+});

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { BACKUP_SHAPE, BUILTIN_COST, CostBook, decide, graphShape, headroomPct, isOverloaded, niceIncrement, realTimeRatio, type HostLoad } from '../../src/capacity/model.js';
+import { BACKUP_SHAPE, BUILTIN_COST, CostBook, busyNearCapacity, decide, graphShape, headroomPct, isOverloaded, niceIncrement, realTimeRatio, type HostLoad } from '../../src/capacity/model.js';
 import { parseHostTimes, parseProcessCpu } from '../../src/capacity/proc-stat.js';
 import type { ProcessingStep } from '../../src/spec/schema.js';
 
@@ -62,6 +62,23 @@ void t.test('admission: fits in the headroom or is refused with the figures', as
   t.match(no.reason, /the host has 2\.0 % of a core of CPU headroom and a pipeline of shape loudness-normalize>eq:3 is estimated at 4\.7 % \(built-in estimate\)/);
   t.match(no.reason, /capacity 200\.0 %, reserve 30\.0 %, other programs 68\.0 %, admitted pipelines 100\.0 %/);
   t.notOk(decide(load({ capacityPct: 1, reservePct: 0.15, othersPct: 0, committedPct: 0 }), book.cost({ processing: [] })).admit, 'a tiny capacity refuses everything');
+});
+
+void t.test('admission: pipelines behind real time refuse only on a host busy near its capacity', async (t) => {
+  const cost = new CostBook().cost({ processing: [loud] });
+  // capacity 200, reserve 30: busy from 140 (others + children)
+  t.notOk(busyNearCapacity(load({ othersPct: 49, childrenPct: 90 })), '139 % busy');
+  t.ok(busyNearCapacity(load({ othersPct: 50, childrenPct: 90 })), '140 % busy');
+  t.notOk(busyNearCapacity(load({ othersPct: 0, childrenPct: 190, measured: false })), 'an unmeasured host is never busy');
+  t.ok(decide(load({ othersPct: 20 }), cost, ['pl_a']).admit, '110 % busy: a pipeline behind is its own matter');
+  const no = decide(load({ othersPct: 60 }), cost, ['pl_a', 'pl_b']);
+  t.notOk(no.admit, '150 % busy with two pipelines behind');
+  t.equal(no.headroomPct, 10, 'though the costs fit');
+  t.match(no.reason, /^2 admitted pipeline\(s\) behind real time \(pl_a, pl_b\) on a host 150\.0 % busy: it does not carry what it has, though its headroom of 10\.0 % would fit a pipeline of shape loudness-normalize estimated at 4\.4 %; capacity 200\.0 %/);
+  t.ok(decide(load({ othersPct: 60 }), cost, []).admit, 'the same host with every pipeline real time admits');
+  const many = decide(load({ othersPct: 60 }), cost, ['a', 'b', 'c', 'd', 'e', 'f', 'g']);
+  t.match(many.reason, /^7 admitted pipeline\(s\) behind real time \(a, b, c, d, e and 2 more\)/);
+  t.match(decide(load({ othersPct: 68 }), cost, ['pl_a']).reason, /^the host has 2\.0 % of a core of CPU headroom/, 'no room: the cost refusal, as before');
 });
 
 void t.test('overloaded: the admitted pipelines do not fit within the reserve', async (t) => {
