@@ -335,6 +335,12 @@ export interface RtpSnapshot {
 }
 
 /**
+ * The counter stopped answering its commands: on a host saturated past the real-time limit it
+ * is starved (the step that did this is not real time, and its window cannot be measured).
+ */
+export class CounterUnanswered extends Error {}
+
+/**
  * The RTP receivers: one bench/rtp-counter process with N UDP sockets on 127.0.0.1, counting
  * packets and sequence gaps as test/helpers/rtp-receiver.ts does, without decoding the payload
  * (at 1000 packets/s per pipeline, Node handling every datagram cost ~2 % of a core per
@@ -347,6 +353,8 @@ export class RtpCounters {
   private queue: Promise<unknown> = Promise.resolve();
   /** why it cannot answer any more (exited, or an answer came too late to be matched) */
   private broken: string | undefined;
+  /** it stopped answering (alive, or not yet seen to end): a saturated host starves it */
+  private unanswered = false;
   readonly exited: Promise<void>;
   readonly stderr: string[] = [];
   /** ports the counter bound, in order (one per receiver) */
@@ -359,6 +367,7 @@ export class RtpCounters {
   private constructor(
     readonly child: ChildProcess,
     lines: Interface,
+    private readonly answerTimeoutMs: number,
   ) {
     lines.on('line', (line) => {
       const w = this.waiting.shift();
@@ -373,13 +382,17 @@ export class RtpCounters {
     this.exited = exitedPromise(child);
   }
 
-  /** Starts `binary N` and reads the ports it bound. */
-  static async start(binary: string, n: number): Promise<RtpCounters> {
+  /**
+   * Starts `binary N` and reads the ports it bound. `answerTimeoutMs`: how long a command waits
+   * for its answer before the counter counts as starved (CounterUnanswered); generous, since with
+   * the cores saturated (past the real-time limit) answers can take seconds.
+   */
+  static async start(binary: string, n: number, answerTimeoutMs = 30_000): Promise<RtpCounters> {
     const child = spawn(binary, [String(n)], { stdio: ['pipe', 'pipe', 'pipe'] });
     child.on('error', () => undefined);
     child.stdin?.on('error', () => undefined);
     if (child.stdout === null) throw new Error('rtp-counter: no stdout');
-    const counters = new RtpCounters(child, createInterface({ input: child.stdout }));
+    const counters = new RtpCounters(child, createInterface({ input: child.stdout }), answerTimeoutMs);
     try {
       const hello = JSON.parse(await counters.nextLine(10_000)) as { ports: number[]; rcvbuf: number; nice: number };
       if (!Array.isArray(hello.ports) || hello.ports.length !== n) throw new Error(`rtp-counter bound ${String(hello.ports?.length)} ports, not ${n}`);
@@ -398,7 +411,10 @@ export class RtpCounters {
   }
 
   private nextLine(timeoutMs: number): Promise<string> {
-    const failed = (): Error => new Error(`${this.broken ?? 'rtp-counter'}: ${this.stderr.join('\n')}`);
+    const failed = (): Error => {
+      const message = `${this.broken ?? 'rtp-counter'}: ${this.stderr.join('\n')}`;
+      return this.unanswered ? new CounterUnanswered(message) : new Error(message);
+    };
     if (this.broken !== undefined) return Promise.reject(failed());
     const ready = this.replies.shift();
     if (ready !== undefined) return Promise.resolve(ready);
@@ -412,6 +428,7 @@ export class RtpCounters {
         const i = this.waiting.indexOf(w);
         if (i >= 0) this.waiting.splice(i, 1);
         this.broken = `rtp-counter did not answer in ${timeoutMs} ms`;
+        this.unanswered = true;
         reject(failed());
       }, timeoutMs);
       this.waiting.push(w);
@@ -422,8 +439,7 @@ export class RtpCounters {
   private ask(command: string): Promise<string> {
     const answer = this.queue.then(async () => {
       this.child.stdin?.write(`${command}\n`);
-      // generous: with the cores saturated (past the real-time limit) answers can take seconds
-      return this.nextLine(30_000);
+      return this.nextLine(this.answerTimeoutMs);
     });
     this.queue = answer.catch(() => undefined);
     return answer;

@@ -43,6 +43,7 @@ import { freeUdpPort } from '../test/helpers/ports.js';
 import {
   BENCH_PROCESSING,
   BenchEngine,
+  CounterUnanswered,
   ROOT,
   RTP_COUNTER_SOURCE,
   RtpCounters,
@@ -67,7 +68,7 @@ import { COST_COMPILE_OPTIONS, FLOOR_SENDER_SOURCE } from './cost.js';
 import {
   referenceScaleCommands, referenceScaleStep, referenceSrtStats, SCALE_REFERENCE_KINDS, type ReferenceScaleSetup, type ReferenceScaleStep, type ScaleReferenceKind,
 } from './scale-reference.js';
-import { openRigWindow, realTimeReasons, rtpTotals, rtpWindowSample, spread, sweepEnd, sweepSideBySide, waitForAudio, type RtpWindowSample, type ScaleStepFigures } from './scale-window.js';
+import { openRigWindow, realTimeReasons, rtpTotals, rtpWindowSample, spread, sweepEnd, sweepSideBySide, unmeasuredFigures, waitForAudio, type RtpWindowSample, type ScaleStepFigures } from './scale-window.js';
 
 export interface EngineBenchOptions {
   /** which parts to run (default both) */
@@ -550,14 +551,16 @@ async function scaleStep(s: Settings, root: string, n: number, rig: ScaleRig): P
   });
   let counters: RtpCounters | undefined;
   let senders: Sender[] = [];
+  let loadBefore = '';
+  const pipelines: { id: string; srtPort: number; rtpPort: number }[] = [];
+  let sendersAt = Number.NaN;
   try {
-    const loadBefore = await loadAverage();
+    loadBefore = await loadAverage();
     await engine.ready();
     counters = await RtpCounters.start(rig.counterBinary, n);
     rig.rcvbufBytes = counters.rcvbufBytes;
     rig.nice = counters.nice;
     const t0 = performance.now();
-    const pipelines: { id: string; srtPort: number; rtpPort: number }[] = [];
     for (const rtpPort of counters.ports) {
       const srtPort = await freeUdpPort();
       const id = await createPipeline(engine, `bench scale ${pipelines.length}`, srtPort, rtpPort);
@@ -577,7 +580,7 @@ async function scaleStep(s: Settings, root: string, n: number, rig: ScaleRig): P
       }
     });
     const startAllMs = performance.now() - t0;
-    const sendersAt = performance.now();
+    sendersAt = performance.now();
     senders = Sender.startAll(s.sender, rig.programme, pipelines.map((p) => p.srtPort), s.sender === 'gst-shared' ? await freeUdpPort() : 0, s.senderRate);
     // the settle counts from the programme at every receiver: at 24 pipelines on 2 cores it came
     // 13-27 s after the shared sender started (each child loads its decoder's libraries at its
@@ -683,6 +686,23 @@ async function scaleStep(s: Settings, root: string, n: number, rig: ScaleRig): P
     );
     for (const line of step.underrunsSaid.slice(0, 20)) s.log(`scale N=${n}: underrun: ${line}`);
     if (step.underrunsSaid.length > 20) s.log(`scale N=${n}: ... and ${step.underrunsSaid.length - 20} more underrun lines (in the JSON)`);
+    return step;
+  } catch (error) {
+    // a saturated step starves the counter: judged, not an end of the run
+    if (!(error instanceof CounterUnanswered)) throw error;
+    const none = Number.NaN;
+    const step: ScaleStep = {
+      ...unmeasuredFigures(n, loadBefore),
+      engineCpuPct: none,
+      engineRssMiB: none,
+      cpuWindowS: none,
+      srt: { lost: none, dropped: none },
+      startAllMs: none,
+      rtDemotions: rtDemotionsSaid(engine),
+      underrunsSaid: underrunsSaid(engine, pipelines.map((p) => p.id), sendersAt),
+      pipelines: [],
+    };
+    s.log(`scale N=${n}: NOT real time (${step.reasons.join('; ')}); the engine's underrun lines: ${step.underrunsSaid.length} (in the JSON)`);
     return step;
   } finally {
     await stopAll(senders);
@@ -833,7 +853,7 @@ function referenceTable(sc: ScaleResult, ref: ScaleReferenceResult): string {
     lines.push(
       `| ${n} | ${yes(e)} | ${cpu(e)} | ${yes(x)} | ${cpu(x)} | ${x === undefined ? '-' : f(x.pipelineRssMiB.median)} | ` +
         `${x === undefined ? '-' : `${f(x.senderCpuPct.sum, 2)} (${f(x.senderCpuPct.perSender, 2)})`} | ` +
-        `${x === undefined ? '-' : `${f(x.rtp.minRatePerS, 0)}-${f(x.rtp.maxRatePerS, 0)}`} | ${x?.rtp.totalGaps ?? '-'} | ${x?.reasons.join('; ') ?? ''} |`,
+        `${x === undefined ? '-' : `${f(x.rtp.minRatePerS, 0)}-${f(x.rtp.maxRatePerS, 0)}`} | ${x === undefined ? '-' : f(x.rtp.totalGaps, 0)} | ${x?.reasons.join('; ') ?? ''} |`,
     );
   }
   const ratio = ref.engineOverReference === null ? 'n/a' : `${f(ref.engineOverReference, 2)}`;
@@ -885,7 +905,7 @@ export function engineTable(r: EngineBenchResult): string {
         `| ${st.n} | ${st.realTime ? 'yes' : '**no**'} | ${f(st.pipelineCpuPct.median)} (${f(st.pipelineCpuPct.max)}) | ${f(st.pipelineCpuPct.sum, 0)} | ` +
           `${f(st.pipelineRssMiB.median)} (${f(st.pipelineRssMiB.max)}) | ${f(st.engineCpuPct)} | ${f(st.engineRssMiB, 0)} | ` +
           `${f(st.senderCpuPct.sum, 2)} (${f(st.senderCpuPct.perSender, 2)}) | ${f(st.receiversCpuPct, 2)} | ${f(st.benchCpuPct, 2)} | ` +
-          `${f(st.accountedPctOfMachine, 0)} | ${f(st.rtp.minRatePerS, 0)}-${f(st.rtp.maxRatePerS, 0)} | ${st.rtp.totalGaps} | ${st.srt.lost} | ${st.reasons.join('; ')} |`,
+          `${f(st.accountedPctOfMachine, 0)} | ${f(st.rtp.minRatePerS, 0)}-${f(st.rtp.maxRatePerS, 0)} | ${f(st.rtp.totalGaps, 0)} | ${f(st.srt.lost, 0)} | ${st.reasons.join('; ')} |`,
       );
     }
     lines.push(

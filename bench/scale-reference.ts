@@ -34,10 +34,10 @@ import { compilePipeline, type CompileOptions } from '../src/compiler/compile.js
 import { readProcessStats } from '../src/metrics/process-stats.js';
 import { parsePipelineSpec } from '../src/spec/validate.js';
 import { freeUdpPort } from '../test/helpers/ports.js';
-import { killGroup, loadAverage, RtpCounters, Sender, sleep, stopAll, type SenderKind } from './engine-harness.js';
+import { CounterUnanswered, killGroup, loadAverage, RtpCounters, Sender, sleep, stopAll, type SenderKind } from './engine-harness.js';
 import { ffmpegPipelineArgv, type FfmpegEqBand } from './ffmpeg-pipeline.js';
 import { CUT_SINK, cutAfter, launchArgv, parseLaunch, without } from './launch-graph.js';
-import { openRigWindow, realTimeReasons, rtpTotals, rtpWindowSample, spread, waitForAudio, type RtpWindowSample, type ScaleStepFigures } from './scale-window.js';
+import { openRigWindow, realTimeReasons, rtpTotals, rtpWindowSample, spread, unmeasuredFigures, waitForAudio, type RtpWindowSample, type ScaleStepFigures } from './scale-window.js';
 
 /** What the scale bench can run beside the engine as its reference. */
 export type ScaleReferenceKind = 'ffmpeg' | 'floor' | 'passthrough' | 'no-bridge';
@@ -252,8 +252,9 @@ export async function referenceScaleStep(setup: ReferenceScaleSetup, n: number):
   let counters: RtpCounters | undefined;
   const pipelines: ReferencePipeline[] = [];
   let senders: Sender[] = [];
+  let loadBefore = '';
   try {
-    const loadBefore = await loadAverage();
+    loadBefore = await loadAverage();
     counters = await RtpCounters.start(setup.counterBinary, n);
     const t0 = performance.now();
     for (const rtpPort of counters.ports) pipelines.push(ReferencePipeline.start(setup, await freeUdpPort(), rtpPort));
@@ -309,6 +310,12 @@ export async function referenceScaleStep(setup: ReferenceScaleSetup, n: number):
         `senders ${rig.senderCpuPct.toFixed(2)} % (${senders.length} process(es)); receivers ${rig.receiversCpuPct.toFixed(2)} %; bench ${rig.benchCpuPct.toFixed(2)} %; ` +
         `all of it ${step.accountedPctOfMachine.toFixed(0)} % of the machine; RTP ${step.rtp.minRatePerS.toFixed(0)}-${step.rtp.maxRatePerS.toFixed(0)}/s; SRT loss ${referenceSrtStats(setup.kind)}`,
     );
+    return step;
+  } catch (error) {
+    // a saturated step starves the counter: judged, not an end of the run
+    if (!(error instanceof CounterUnanswered)) throw error;
+    const step: ReferenceScaleStep = { ...unmeasuredFigures(n, loadBefore), listeningMs: Number.NaN, pipelines: [] };
+    setup.log(`scale N=${n}, ${setup.kind} reference: NOT real time (${step.reasons.join('; ')})`);
     return step;
   } finally {
     await stopAll(senders);

@@ -132,6 +132,32 @@ export interface ScaleStepFigures {
   loadBefore: string;
 }
 
+/** Why a step whose counter stopped answering is not real time. */
+export const COUNTER_UNANSWERED_REASON = 'the RTP counter stopped answering (starved on a saturated host): the window was not measured';
+
+/**
+ * The figures of a step whose window could not be measured (CounterUnanswered): judged not real
+ * time for that reason, every figure NaN (n/a in the tables, null in the JSON).
+ */
+export function unmeasuredFigures(n: number, loadBefore: string): ScaleStepFigures {
+  const none = Number.NaN;
+  return {
+    n,
+    windowS: none,
+    realTime: false,
+    reasons: [COUNTER_UNANSWERED_REASON],
+    pipelineCpuPct: { median: none, max: none, sum: none },
+    pipelineRssMiB: { median: none, max: none },
+    senderCpuPct: { perSender: none, sum: none, processes: 0 },
+    receiversCpuPct: none,
+    benchCpuPct: none,
+    accountedPctOfMachine: none,
+    rtp: { totalGaps: none, counterDrops: none, minRatePerS: none, maxRatePerS: none },
+    flowingMs: none,
+    loadBefore,
+  };
+}
+
 /**
  * The sweep of one kind, or of two side by side: at each N of `ns` (ascending) `first`'s step,
  * then `second`'s (when given). Each kind stops at its own first N that is not real time; the
