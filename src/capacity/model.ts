@@ -146,7 +146,12 @@ export function describeLoad(load: HostLoad): string {
  * costs say. Below it a pipeline behind is its own matter (a late contribution link).
  */
 export function busyNearCapacity(load: HostLoad): boolean {
-  return load.measured && load.othersPct + load.childrenPct >= load.capacityPct - 2 * load.reservePct;
+  return load.measured && busyPct(load) >= load.capacityPct - 2 * load.reservePct;
+}
+
+/** What the host did over the window: other programs and the engine's children. */
+function busyPct(load: HostLoad): number {
+  return load.othersPct + load.childrenPct;
 }
 
 /**
@@ -174,7 +179,7 @@ export function decide(load: HostLoad, cost: ShapeCost, behind: readonly string[
       admit: false,
       headroomPct: room,
       cost,
-      reason: `${behind.length} admitted pipeline(s) behind real time (${named}) on a host ${pct(load.othersPct + load.childrenPct)} busy: ` +
+      reason: `${behind.length} admitted pipeline(s) behind real time (${named}) on a host ${pct(busyPct(load))} busy: ` +
         `it does not carry what it has, though its headroom of ${pct(room)} would fit a pipeline of shape ${cost.shape} ` +
         `estimated at ${pct(cost.costPct)}; ${describeLoad(load)}`,
     };
