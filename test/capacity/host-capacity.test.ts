@@ -8,8 +8,12 @@ import type { ProcessingStep } from '../../src/spec/schema.js';
 const loud: ProcessingStep = { plugin: 'loudness-normalize', target: -23, true_peak: -1 };
 const backup = { type: 'srt' as const, port: 9001, latency: 120 };
 
-/** A host whose /proc readings the test writes: busy seconds per second and each child's CPU. */
-function rig(cores = 2) {
+/**
+ * A host whose /proc readings the test writes: busy seconds per second and each child's CPU.
+ * `busyTicks`: how many seconds of busy time /proc/stat's tick-counted busy fields show for each
+ * second really busy (1: exact; the busy VM showed 0.6-1.2 over a second), idle being exact.
+ */
+function rig(cores = 2, busyTicks = 1) {
   const state = { clockMs: 0, busyS: 0, totalS: 0, cpu: new Map<number, number>() };
   const capacity = new HostCapacity({
     capacityPct: cores * 100,
@@ -25,11 +29,11 @@ function rig(cores = 2) {
   /** One second on the host: `othersS` of other programs' CPU plus what the children used. */
   const second = async (othersS: number, children: { pid: number; cpuS: number; child?: MeasuredChild; packets?: number; silenceS?: number }[] = []): Promise<void> => {
     state.clockMs += 1000;
-    state.totalS += cores;
-    state.busyS += othersS;
+    const busyS = othersS + children.reduce((a, c) => a + c.cpuS, 0);
+    state.totalS += cores - busyS + busyS * busyTicks;
+    state.busyS += busyS * busyTicks;
     for (const c of children) {
       state.cpu.set(c.pid, (state.cpu.get(c.pid) ?? 0) + c.cpuS);
-      state.busyS += c.cpuS;
       const output = c.child?.stats.transport?.output;
       if (output !== undefined && c.packets !== undefined) {
         output.packets += c.packets;
@@ -235,4 +239,19 @@ void t.test('a pipeline behind real time on a busy host holds new pipelines back
   for (let i = 0; i < 5; i += 1) await second(1.45, [onTime]);
   t.equal(capacity.pipeline('pl_a').behind, false);
   t.doesNotThrow(() => capacity.admit('pl_b', { processing: [loud] }));
+});
+
+void t.test('busy time is the CPUs less their idle time over the engine clock, whatever the ticks say', async (t) => {
+  // 2 cores; other programs 0.3 core, one child 1.2 cores: 150 % busy, 50 % idle
+  for (const busyTicks of [0.6, 1, 1.2]) {
+    const { capacity, second } = rig(2, busyTicks);
+    await capacity.tick();
+    const a = { ...child(500), stats: { transport: { srt: { connected: false }, output: { packets: 0 } } } };
+    capacity.admit('pl_a', { processing: [loud] });
+    capacity.attach('pl_a', a);
+    for (let i = 0; i < 6; i += 1) await second(0.3, [{ pid: 500, cpuS: 1.2 }]);
+    const load = capacity.load();
+    t.equal(Math.round(load.childrenPct), 120, `children 120 % with busy ticks at ${busyTicks} of the clock`);
+    t.equal(Math.round(load.othersPct), 30, `other programs 30 % with busy ticks at ${busyTicks} of the clock`);
+  }
 });
