@@ -120,6 +120,17 @@ export function headroomPct(load: HostLoad): number {
   return load.capacityPct - load.reservePct - load.othersPct - load.committedPct;
 }
 
+/**
+ * Room for a new pipeline: the headroom, with the admitted pipelines counted at what their children
+ * used over the window when that was more than their costs. Costs are learned on a host below its
+ * limit and each pipeline costs more on a fuller one; what the host did is then the truer figure
+ * (with other programs, it is the host's busy time). An unmeasured host has only the costs.
+ */
+export function admissionRoomPct(load: HostLoad): number {
+  const admitted = load.measured ? Math.max(load.committedPct, load.childrenPct) : load.committedPct;
+  return load.capacityPct - load.reservePct - load.othersPct - admitted;
+}
+
 /** The host cannot carry what it has admitted within its reserve. */
 export function isOverloaded(load: HostLoad): boolean {
   return headroomPct(load) < 0;
@@ -149,20 +160,26 @@ export function busyNearCapacity(load: HostLoad): boolean {
   return load.measured && busyPct(load) >= load.capacityPct - 2 * load.reservePct;
 }
 
+/** The admitted pipelines' children used more than their costs over the window. */
+function usedMore(load: HostLoad): boolean {
+  return load.measured && load.childrenPct > load.committedPct;
+}
+
 /** What the host did over the window: other programs and the engine's children. */
 function busyPct(load: HostLoad): number {
   return load.othersPct + load.childrenPct;
 }
 
 /**
- * Whether a pipeline of this cost fits in the host's headroom (percent of one core), and, when
+ * Whether a pipeline of this cost fits in the room the host has (percent of one core: the
+ * headroom, or less when the admitted pipelines used more than their costs), and, when
  * the host is busy near its capacity, whether every admitted pipeline is real time (`behind`: the
  * admitted pipelines that are not). The costs are measured on a host below its limit, and each
  * pipeline costs more on a fuller one; a pipeline behind on a busy host is the host saying it
  * carries no more, which no cost can say first (docs/capacity.md).
  */
 export function decide(load: HostLoad, cost: ShapeCost, behind: readonly string[] = []): AdmissionDecision {
-  const room = headroomPct(load);
+  const room = admissionRoomPct(load);
   if (cost.costPct > room) {
     return {
       admit: false,
@@ -170,7 +187,7 @@ export function decide(load: HostLoad, cost: ShapeCost, behind: readonly string[
       cost,
       reason: `the host has ${pct(Math.max(0, room))} of a core of CPU headroom and a pipeline of shape ${cost.shape} ` +
         `is estimated at ${pct(cost.costPct)} (${cost.source === 'measured' ? `measured over ${cost.windows} window(s)` : 'built-in estimate'}); ` +
-        `${describeLoad(load)}`,
+        `${describeLoad(load)}${usedMore(load) ? `; the admitted pipelines used ${pct(load.childrenPct)} over the last 5 s, more than their costs, and count at that` : ''}`,
     };
   }
   if (behind.length > 0 && busyNearCapacity(load)) {

@@ -241,6 +241,36 @@ void t.test('a pipeline behind real time on a busy host holds new pipelines back
   t.doesNotThrow(() => capacity.admit('pl_b', { processing: [loud] }));
 });
 
+void t.test('admitted pipelines that use more than their costs count at what they use', async (t) => {
+  // 2 cores, reserve 30 %: two pipelines at the built-in 4.4 % each, children using 60 % each
+  // while they start (not receiving: nothing learned), other programs 20 %
+  const { capacity, second } = rig();
+  await capacity.tick();
+  const a = { ...child(400), stats: { transport: { srt: { connected: false }, output: { packets: 0 } } } };
+  const b = { ...child(401), stats: { transport: { srt: { connected: false }, output: { packets: 0 } } } };
+  capacity.admit('pl_a', { processing: [loud] });
+  capacity.attach('pl_a', a);
+  capacity.admit('pl_b', { processing: [loud] });
+  capacity.attach('pl_b', b);
+  for (let i = 0; i < 5; i += 1) await second(0.2, [{ pid: 400, cpuS: 0.6 }, { pid: 401, cpuS: 0.6 }]);
+  t.equal(capacity.cost('pl_a')?.source, 'built-in');
+  t.equal(Math.round(capacity.load().childrenPct), 120);
+  t.ok(capacity.headroomRatio() > 0.6, 'by the costs, the host is two thirds free');
+  t.doesNotThrow(() => capacity.admit('pl_c', { processing: [loud] }), '200 - 30 - 20 - 120 = 30 % of room');
+  capacity.release('pl_c');
+
+  for (let i = 0; i < 5; i += 1) await second(0.2, [{ pid: 400, cpuS: 0.74 }, { pid: 401, cpuS: 0.74 }]);
+  const error = t.throws(() => capacity.admit('pl_c', { processing: [loud] })) as CapacityError;
+  t.ok(error instanceof CapacityError);
+  t.match(error.message, /^not enough CPU for a new pipeline: the host has 2\.0 % of a core of CPU headroom and a pipeline of shape loudness-normalize is estimated at 4\.4 % \(built-in estimate\); .*admitted pipelines 8\.8 %; the admitted pipelines used 148\.0 % over the last 5 s, more than their costs, and count at that$/);
+  t.notOk(capacity.tryAdmit('pl_w', { processing: [loud] }), 'a waiting pipeline waits too');
+  t.notOk(capacity.overloaded(), 'the overload stays judged by the costs');
+
+  capacity.release('pl_b');
+  for (let i = 0; i < 5; i += 1) await second(0.2, [{ pid: 400, cpuS: 0.74 }]);
+  t.doesNotThrow(() => capacity.admit('pl_c', { processing: [loud] }), 'one released: room again');
+});
+
 void t.test('busy time is the CPUs less their idle time over the engine clock, whatever the ticks say', async (t) => {
   // 2 cores; other programs 0.3 core, one child 1.2 cores: 150 % busy, 50 % idle
   for (const busyTicks of [0.6, 1, 1.2]) {

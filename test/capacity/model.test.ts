@@ -1,5 +1,5 @@
 import t from 'tap';
-import { BACKUP_SHAPE, BUILTIN_COST, CostBook, busyNearCapacity, decide, graphShape, headroomPct, isOverloaded, niceIncrement, realTimeRatio, type HostLoad } from '../../src/capacity/model.js';
+import { BACKUP_SHAPE, BUILTIN_COST, CostBook, admissionRoomPct, busyNearCapacity, decide, graphShape, headroomPct, isOverloaded, niceIncrement, realTimeRatio, type HostLoad } from '../../src/capacity/model.js';
 import { parseHostTimes, parseProcessCpu } from '../../src/capacity/proc-stat.js';
 import type { ProcessingStep } from '../../src/spec/schema.js';
 
@@ -62,6 +62,20 @@ void t.test('admission: fits in the headroom or is refused with the figures', as
   t.match(no.reason, /the host has 2\.0 % of a core of CPU headroom and a pipeline of shape loudness-normalize>eq:3 is estimated at 4\.7 % \(built-in estimate\)/);
   t.match(no.reason, /capacity 200\.0 %, reserve 30\.0 %, other programs 68\.0 %, admitted pipelines 100\.0 %/);
   t.notOk(decide(load({ capacityPct: 1, reservePct: 0.15, othersPct: 0, committedPct: 0 }), book.cost({ processing: [] })).admit, 'a tiny capacity refuses everything');
+});
+
+void t.test('admission: pipelines that used more than their costs count at what they used', async (t) => {
+  const cost = new CostBook().cost({ processing: [loud, eq3] });
+  t.equal(admissionRoomPct(load()), 50, 'children below their costs: the headroom');
+  t.equal(admissionRoomPct(load({ childrenPct: 120 })), 30, 'children above: what they used');
+  t.equal(admissionRoomPct(load({ childrenPct: 120, measured: false })), 50, 'an unmeasured host has only the costs');
+  t.equal(headroomPct(load({ childrenPct: 120 })), 50, 'the headroom (and so the overload) stays by the costs');
+  const no = decide(load({ childrenPct: 146 }), cost);
+  t.notOk(no.admit, 'the costs would leave 50 %, the host used all but 4 %');
+  t.equal(no.headroomPct, 4);
+  t.match(no.reason, /^the host has 4\.0 % of a core of CPU headroom and a pipeline of shape loudness-normalize>eq:3 is estimated at 4\.7 % \(built-in estimate\); capacity 200\.0 %, reserve 30\.0 %, other programs 20\.0 %, admitted pipelines 100\.0 %; the admitted pipelines used 146\.0 % over the last 5 s, more than their costs, and count at that$/);
+  t.ok(decide(load({ childrenPct: 145 }), cost).admit, 'room 5 % for 4.7 %');
+  t.notMatch(decide(load({ othersPct: 68 }), cost).reason, /used/, 'children below their costs: not named');
 });
 
 void t.test('admission: pipelines behind real time refuse only on a host busy near its capacity', async (t) => {
