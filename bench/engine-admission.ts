@@ -40,6 +40,8 @@ export interface AdmissionBenchResult {
   refusal: string | null;
   /** 503s that a retry after Retry-After then turned into an accepted pipeline */
   refusalsRetried: number;
+  /** every 503 of the fill (retried or not) by the rule that refused it */
+  refusalsByRule: Record<RefusalRule, number>;
   /** the engine's headroom ratio when the fill started */
   headroomAtStart: number;
   /** the engine's cost of the shape when it refused, % of a core, and where it came from */
@@ -64,6 +66,23 @@ export interface AdmissionBenchResult {
   };
   loadBefore: string;
   loadAfter: string;
+}
+
+/**
+ * Which admission rule a 503's message comes from (docs/capacity.md): the room by the costs, the
+ * room with the admitted pipelines counted at what they used (more than their costs), or
+ * pipelines behind real time on a busy host.
+ */
+export type RefusalRule = 'cost' | 'used' | 'behind';
+
+export function refusalRule(message: string): RefusalRule {
+  if (/behind real time/.test(message)) return 'behind';
+  return /more than their costs/.test(message) ? 'used' : 'cost';
+}
+
+/** `cost 2, used 1, behind 0` */
+export function describeRules(by: Record<RefusalRule, number>): string {
+  return `cost ${by.cost}, used ${by.used}, behind ${by.behind}`;
 }
 
 function value(table: MetricTable, name: string, id = ''): number {
@@ -94,6 +113,7 @@ export async function admissionBench(s: AdmissionBenchSettings): Promise<Admissi
     const pipelines: { id: string; rtpPort: number }[] = [];
     let refusal: string | null = null;
     let refusalsRetried = 0;
+    const refusalsByRule: Record<RefusalRule, number> = { cost: 0, used: 0, behind: 0 };
     const withoutAudio: number[] = [];
     const t0 = performance.now();
     for (const rtpPort of counters.ports) {
@@ -109,6 +129,7 @@ export async function admissionBench(s: AdmissionBenchSettings): Promise<Admissi
         });
         if (res.status !== 503) break;
         refusal = (JSON.parse(res.text) as { message: string }).message;
+        refusalsByRule[refusalRule(refusal)] += 1;
         refusedInARow += 1;
         if (refusedInARow === 3) break;
         await sleep(10_000);
@@ -138,7 +159,7 @@ export async function admissionBench(s: AdmissionBenchSettings): Promise<Admissi
     }
     const fillMs = performance.now() - t0;
     const costAtRefusal = refusal === null ? null : (/estimated at ([\d.]+ % \([^)]*\))/.exec(refusal)?.[1] ?? null);
-    s.log(`admission: ${pipelines.length} accepted (${refusalsRetried} refusal(s) retried); ${refusal === null ? 'max_pipelines reached' : `refused 3 times in a row: ${refusal}`}`);
+    s.log(`admission: ${pipelines.length} accepted (${refusalsRetried} refusal(s) retried; refusals by rule: ${describeRules(refusalsByRule)}); ${refusal === null ? 'max_pipelines reached' : `refused 3 times in a row: ${refusal}`}`);
     if (pipelines.length === 0) throw new Error(`admission: nothing accepted (headroom ratio ${headroomAtStart.toFixed(3)} at the start): ${refusal ?? ''}`);
 
     await sleep(s.settleS * 1000);
@@ -183,6 +204,7 @@ export async function admissionBench(s: AdmissionBenchSettings): Promise<Admissi
       accepted: pipelines.length,
       refusal,
       refusalsRetried,
+      refusalsByRule,
       headroomAtStart,
       costAtRefusal,
       fillMs,

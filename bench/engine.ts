@@ -62,7 +62,7 @@ import {
   type MetricTable,
   type SenderKind,
 } from './engine-harness.js';
-import { admissionBench, type AdmissionBenchResult } from './engine-admission.js';
+import { admissionBench, describeRules, type AdmissionBenchResult } from './engine-admission.js';
 import { median, runIfMain } from './process.js';
 import { COST_COMPILE_OPTIONS, FLOOR_SENDER_SOURCE } from './cost.js';
 import {
@@ -927,7 +927,7 @@ export function engineTable(r: EngineBenchResult): string {
           `(${ad.acceptedOfCapacity === null ? 'n/a' : `${f(100 * ad.acceptedOfCapacity, 0)} %`}; goal >= 90 % and never more)`}; ` +
         `over a ${f(ad.window.windowS, 0)} s window ${ad.window.realTime ? 'every accepted pipeline was real time' : `**not** every accepted pipeline was real time (${ad.window.reasons.join('; ')})`} ` +
         `(RTP ${f(ad.window.rtpMinRatePerS, 0)}-${f(ad.window.rtpMaxRatePerS, 0)}/s, per pipeline CPU median ${f(ad.window.pipelineCpuPctMedian)} %, headroom ratio ${f(ad.window.headroomRatio, 3)})`,
-      `- admission refusal (3 in a row, 10 s apart; ${ad.refusalsRetried} earlier refusal(s) retried; headroom ratio ${f(ad.headroomAtStart, 3)} at the start): ` +
+      `- admission refusal (3 in a row, 10 s apart; ${ad.refusalsRetried} earlier refusal(s) retried; every refusal by rule: ${describeRules(ad.refusalsByRule)}; headroom ratio ${f(ad.headroomAtStart, 3)} at the start): ` +
         `${ad.refusal ?? 'none (max_pipelines reached)'}; load average ${ad.loadBefore} before, ${ad.loadAfter} after`,
     );
   }
