@@ -10,8 +10,10 @@
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import { parseHostTimes, parseProcessCpu } from '../src/capacity/proc-stat.js';
+import { median } from './process.js';
 
 const { values } = parseArgs({ options: { seconds: { type: 'string', default: '300' }, 'min-busy': { type: 'string', default: '50' } } });
 const SECONDS = Number(values.seconds);
@@ -38,7 +40,6 @@ function processes(): Map<number, number> {
   return cpu;
 }
 
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 const rates: number[] = [];
 let prev = { at: performance.now(), times: host(), cpu: processes() };
 for (let i = 0; i < SECONDS; i += 1) {
@@ -58,7 +59,6 @@ for (let i = 0; i < SECONDS; i += 1) {
   if (byClock >= MIN_BUSY) rates.push(ticksS / cpus / wallS);
   prev = now;
 }
-rates.sort((a, b) => a - b);
 console.log(rates.length === 0
   ? `no second at least ${MIN_BUSY} % busy`
-  : `${rates.length} second(s) at least ${MIN_BUSY} % busy: ticks per CPU per second ${rates[0]?.toFixed(2)}-${rates.at(-1)?.toFixed(2)}, median ${rates[Math.floor(rates.length / 2)]?.toFixed(2)}`);
+  : `${rates.length} second(s) at least ${MIN_BUSY} % busy: ticks per CPU per second ${Math.min(...rates).toFixed(2)}-${Math.max(...rates).toFixed(2)}, median ${median(rates).toFixed(2)}`);

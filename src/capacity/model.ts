@@ -127,8 +127,7 @@ export function headroomPct(load: HostLoad): number {
  * (with other programs, it is the host's busy time). An unmeasured host has only the costs.
  */
 export function admissionRoomPct(load: HostLoad): number {
-  const admitted = load.measured ? Math.max(load.committedPct, load.childrenPct) : load.committedPct;
-  return load.capacityPct - load.reservePct - load.othersPct - admitted;
+  return load.capacityPct - load.reservePct - load.othersPct - (usedMore(load) ? load.childrenPct : load.committedPct);
 }
 
 /** The host cannot carry what it has admitted within its reserve. */

@@ -51,12 +51,22 @@ function child(pid: number): MeasuredChild & { stats: { transport: { srt: { conn
   return { pid, stats: { transport: { srt: { connected: true }, output: { packets: 0 } }, lastProgressAt: 0, clock: { insertedSilenceSeconds: 0 } } };
 }
 
+/** A child that has not connected its SRT input yet (not receiving: its cost is not learned). */
+function starting(pid: number): MeasuredChild {
+  return { pid, stats: { transport: { srt: { connected: false }, output: { packets: 0 } } } };
+}
+
+/** Admits a loudness-normalize pipeline and attaches its child. */
+function admitLoud<C extends MeasuredChild>(capacity: HostCapacity, id: string, c: C): C {
+  capacity.admit(id, { processing: [loud] });
+  capacity.attach(id, c);
+  return c;
+}
+
 void t.test('others = host busy less the children; admitted pipelines count at full cost', async (t) => {
   const { capacity, second } = rig();
   await capacity.tick();
-  const a = child(100);
-  capacity.admit('pl_a', { processing: [loud] });
-  capacity.attach('pl_a', a);
+  const a = admitLoud(capacity, 'pl_a', child(100));
   for (let i = 0; i < 6; i += 1) await second(0.5, [{ pid: 100, cpuS: 0.04, child: a, packets: 1000 }]);
   const load = capacity.load();
   t.equal(Math.round(load.othersPct), 50, 'half a core of other programs');
@@ -90,9 +100,7 @@ void t.test('refusal names headroom and cost; tryAdmit is quiet; release gives t
 void t.test('overload: reported with figures and the pipelines behind; not learned from', async (t) => {
   const { capacity, second } = rig();
   await capacity.tick();
-  const a = child(200);
-  capacity.admit('pl_c', { processing: [loud] });
-  capacity.attach('pl_c', a);
+  const a = admitLoud(capacity, 'pl_c', child(200));
   for (let i = 0; i < 6; i += 1) await second(1.95, [{ pid: 200, cpuS: 0.03, child: a, packets: 700 }]);
   t.ok(capacity.overloaded());
   const report = capacity.overload();
@@ -123,9 +131,7 @@ void t.test('an overload by a hair still reads as negative headroom, not 0', asy
 void t.test('inserted silence makes a pipeline behind although 1000 packets a second leave', async (t) => {
   const { capacity, second } = rig();
   await capacity.tick();
-  const a = child(100);
-  capacity.admit('pl_a', { processing: [loud] });
-  capacity.attach('pl_a', a);
+  const a = admitLoud(capacity, 'pl_a', child(100));
   const run = { pid: 100, cpuS: 0.04, child: a, packets: 1000 };
   for (let i = 0; i < 3; i += 1) await second(0, [run]);
   t.same(capacity.pipeline('pl_a'), { realtime_ratio: 1, behind: false }, 'no silence: real time');
@@ -210,9 +216,7 @@ void t.test('a pipeline behind real time on a busy host holds new pipelines back
   // 2 cores, reserve 30 %: "busy" from 140 % (capacity less twice the reserve).
   const { capacity, second } = rig();
   await capacity.tick();
-  const a = child(300);
-  capacity.admit('pl_a', { processing: [loud] });
-  capacity.attach('pl_a', a);
+  const a = admitLoud(capacity, 'pl_a', child(300));
   const onTime = { pid: 300, cpuS: 0.05, child: a, packets: 1000 };
   const late = { ...onTime, silenceS: 0.04 };
 
@@ -246,12 +250,8 @@ void t.test('admitted pipelines that use more than their costs count at what the
   // while they start (not receiving: nothing learned), other programs 20 %
   const { capacity, second } = rig();
   await capacity.tick();
-  const a = { ...child(400), stats: { transport: { srt: { connected: false }, output: { packets: 0 } } } };
-  const b = { ...child(401), stats: { transport: { srt: { connected: false }, output: { packets: 0 } } } };
-  capacity.admit('pl_a', { processing: [loud] });
-  capacity.attach('pl_a', a);
-  capacity.admit('pl_b', { processing: [loud] });
-  capacity.attach('pl_b', b);
+  admitLoud(capacity, 'pl_a', starting(400));
+  admitLoud(capacity, 'pl_b', starting(401));
   for (let i = 0; i < 5; i += 1) await second(0.2, [{ pid: 400, cpuS: 0.6 }, { pid: 401, cpuS: 0.6 }]);
   t.equal(capacity.cost('pl_a')?.source, 'built-in');
   t.equal(Math.round(capacity.load().childrenPct), 120);
@@ -276,9 +276,7 @@ void t.test('busy time is the CPUs less their idle time over the engine clock, w
   for (const busyTicks of [0.6, 1, 1.2]) {
     const { capacity, second } = rig(2, busyTicks);
     await capacity.tick();
-    const a = { ...child(500), stats: { transport: { srt: { connected: false }, output: { packets: 0 } } } };
-    capacity.admit('pl_a', { processing: [loud] });
-    capacity.attach('pl_a', a);
+    admitLoud(capacity, 'pl_a', starting(500));
     for (let i = 0; i < 6; i += 1) await second(0.3, [{ pid: 500, cpuS: 1.2 }]);
     const load = capacity.load();
     t.equal(Math.round(load.childrenPct), 120, `children 120 % with busy ticks at ${busyTicks} of the clock`);
