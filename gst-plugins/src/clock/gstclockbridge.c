@@ -1,7 +1,7 @@
 /* clockbridge: crosses from the sender's clock to the pipeline clock.
  *
  *   ... ! audio/x-raw,format=F32LE,layout=interleaved,rate=48000,channels=2 \
- *       ! clockbridge name=bridge jitter=20000000 ! level ! ...
+ *       ! clockbridge name=bridge jitter=20000000 meter-interval=100000000 ! ...
  *
  * The sink pad takes buffers when they arrive (their timestamps, segment and
  * caps stay upstream) and writes them into the DSP core (bridge.c: FIFO,
@@ -29,6 +29,10 @@
  * monotonic GstSystemClock slaved to a clock that reads the PTP hardware
  * clock (phcclock.c).  It runs on whatever clock the pipeline selects.
  *
+ * Meter: with meter-interval set, a `level` message per interval of output,
+ * the RMS and peak per channel as GStreamer's level element after the bridge
+ * posted them (meter.c), so the graph needs no level element.
+ *
  * Latency: answers the LATENCY query as a live source with chunk +
  * LATENCY_MARGIN and does not ask upstream (the clock boundary: upstream's
  * latency is absorbed by the FIFO, whose fill is the `jitter` target).
@@ -49,6 +53,7 @@
 
 #include "bridge.h"
 #include "failover.h"
+#include "meter.h"
 #include "phcclock.h"
 #include "rtguard.h"
 
@@ -93,6 +98,8 @@ GST_DEBUG_CATEGORY_STATIC (clock_bridge_debug);
 #define MAX_CHUNK (20 * GST_MSECOND)
 #define DEFAULT_INTERVAL (GST_SECOND)
 #define MIN_INTERVAL (10 * GST_MSECOND)
+/* meter-interval: 0 (no level messages) or at least this */
+#define MIN_METER_INTERVAL (10 * GST_MSECOND)
 #define DEFAULT_CHANNELS 2
 #define DEFAULT_FAILOVER_LOSS (300 * GST_MSECOND)
 #define MIN_FAILOVER_LOSS (50 * GST_MSECOND)
@@ -117,6 +124,7 @@ enum
   PROP_JITTER,
   PROP_CHUNK,
   PROP_INTERVAL,
+  PROP_METER_INTERVAL,
   PROP_CHANNELS,
   PROP_PACE_INPUT,
   PROP_FALLBACK_FILE,
@@ -162,7 +170,7 @@ struct _GstClockBridge
 
   /* properties, under the object lock */
   gchar *clock_source;
-  guint64 jitter, chunk, interval;
+  guint64 jitter, chunk, interval, meter_interval;
   gint channels;
   gboolean pace_input;
   gchar *fallback_file;
@@ -215,6 +223,10 @@ struct _GstClockBridge
   guint64 next_message;         /* frames_out at which to post */
   guint chunk_frames;
   guint64 interval_frames;
+  /* the output's level (meter-interval > 0): one `level` message per
+   * interval, as GStreamer's level element after the bridge posted it */
+  gboolean metering;
+  OutputMeter meter;
   gboolean input_rt_tried;      /* streaming thread of the sink pad */
   /* the threads run SCHED_FIFO (the message says so) */
   gboolean input_rt, output_rt;
@@ -295,6 +307,11 @@ gst_clock_bridge_class_init (GstClockBridgeClass * klass)
       g_param_spec_uint64 ("interval", "Interval",
           "Period of the clockbridge statistics message, ns",
           MIN_INTERVAL, G_MAXUINT64, DEFAULT_INTERVAL, flags));
+  g_object_class_install_property (gobject_class, PROP_METER_INTERVAL,
+      g_param_spec_uint64 ("meter-interval", "Meter interval",
+          "Period of the `level` message (the output's RMS and peak per "
+          "channel, as GStreamer's level posts them), ns; 0: none",
+          0, G_MAXUINT64, 0, flags));
   g_object_class_install_property (gobject_class, PROP_CHANNELS,
       g_param_spec_int ("channels", "Channels",
           "Channels of both pads", 1, MAX_CHANNELS, DEFAULT_CHANNELS, flags));
@@ -468,6 +485,18 @@ gst_clock_bridge_set_property (GObject * object, guint prop_id,
     case PROP_INTERVAL:
       self->interval = g_value_get_uint64 (value);
       break;
+    case PROP_METER_INTERVAL:{
+      guint64 v = g_value_get_uint64 (value);
+      if (v == 0 || v >= MIN_METER_INTERVAL) {
+        self->meter_interval = v;
+      } else {
+        gchar *msg = g_strdup_printf ("meter-interval must be 0 (none) or at "
+            "least 10000000 ns (10 ms), got %" G_GUINT64_FORMAT, v);
+        refuse (self, msg);
+        g_free (msg);
+      }
+      break;
+    }
     case PROP_CHANNELS:
       self->channels = g_value_get_int (value);
       break;
@@ -526,6 +555,9 @@ gst_clock_bridge_get_property (GObject * object, guint prop_id,
       break;
     case PROP_INTERVAL:
       g_value_set_uint64 (value, self->interval);
+      break;
+    case PROP_METER_INTERVAL:
+      g_value_set_uint64 (value, self->meter_interval);
       break;
     case PROP_CHANNELS:
       g_value_set_int (value, self->channels);
@@ -1183,10 +1215,13 @@ wait_until_due (GstClockBridge * self, GstClock * clock, GstClockTime base,
 /* Reads the chunk from each core (and the fallback file) into a new
  * buffer through the failover mixer (under self->lock) and takes the
  * statistics after the read.  Without a backup and a fallback the main
- * core reads straight into the buffer and the mixer only measures. */
+ * core reads straight into the buffer and the mixer only measures.  The
+ * output meter takes the chunk as it leaves: *level_end is the running time
+ * at which a level interval ended in it, NONE when none did. */
 static GstBuffer *
 read_chunk (GstClockBridge * self, GstClockTime now, ClockBridgeStats * st,
-    gboolean * input_active, gboolean * drained, FailoverReport * fr)
+    gboolean * input_active, gboolean * drained, FailoverReport * fr,
+    GstClockTime * level_end)
 {
   GstBuffer *buf;
   GstMapInfo map;
@@ -1221,6 +1256,14 @@ read_chunk (GstClockBridge * self, GstClockTime now, ClockBridgeStats * st,
   fr->switched = failover_chunk (self->failover, main_out, audio,
       self->backup ? self->backup_chunk : NULL, backup_audio, out, &fr->sw);
   failover_status (self->failover, &fr->status);
+  *level_end = GST_CLOCK_TIME_NONE;
+  if (self->metering) {
+    size_t end = 0;
+
+    if (output_meter_add (&self->meter, out, self->chunk_frames, &end) > 0)
+      *level_end = self->origin + gst_util_uint64_scale (self->frames_out +
+          end, GST_SECOND, RATE);
+  }
   gst_buffer_unmap (buf, &map);
   /* the output ends when main has played out, and the backup too when it
    * had input */
@@ -1234,12 +1277,53 @@ read_chunk (GstClockBridge * self, GstClockTime now, ClockBridgeStats * st,
   return buf;
 }
 
-/* Stamps and pushes the chunk, posts the message when an interval is
+/* The `level` message of the interval that ended at `end` (running time),
+ * with the fields of GStreamer's level element that its readers use: the
+ * interval's times, and rms and peak per channel in dB (meter.h). */
+static void
+post_level (GstClockBridge * self, GstClockTime end)
+{
+  GstClockTime duration = gst_util_uint64_scale (self->meter.interval,
+      GST_SECOND, RATE);
+  GstClockTime start = end > duration ? end - duration : 0;
+  GValueArray *rms, *peak;
+  GValue v = G_VALUE_INIT;
+  GstStructure *s;
+
+  G_GNUC_BEGIN_IGNORE_DEPRECATIONS;
+  rms = g_value_array_new (self->meter.channels);
+  peak = g_value_array_new (self->meter.channels);
+  g_value_init (&v, G_TYPE_DOUBLE);
+  for (unsigned c = 0; c < self->meter.channels; c++) {
+    g_value_set_double (&v, self->meter.rms_db[c]);
+    g_value_array_append (rms, &v);
+    g_value_set_double (&v, self->meter.peak_db[c]);
+    g_value_array_append (peak, &v);
+  }
+  g_value_unset (&v);
+  s = gst_structure_new ("level",
+      "endtime", G_TYPE_UINT64, (guint64) end,
+      "timestamp", G_TYPE_UINT64, (guint64) start,
+      "stream-time", G_TYPE_UINT64, (guint64) start,
+      "running-time", G_TYPE_UINT64, (guint64) start,
+      "duration", G_TYPE_UINT64, (guint64) duration, NULL);
+  g_value_init (&v, g_value_array_get_type ());
+  g_value_take_boxed (&v, rms);
+  gst_structure_take_value (s, "rms", &v);
+  g_value_init (&v, g_value_array_get_type ());
+  g_value_take_boxed (&v, peak);
+  gst_structure_take_value (s, "peak", &v);
+  G_GNUC_END_IGNORE_DEPRECATIONS;
+  gst_element_post_message (GST_ELEMENT (self),
+      gst_message_new_element (GST_OBJECT (self), s));
+}
+
+/* Stamps and pushes the chunk, posts the messages when an interval is
  * complete, and ends the task after the drain or on a flow error. */
 static void
 push_chunk (GstClockBridge * self, GstBuffer * buf, const Chunk * c,
     const ClockBridgeStats * st, gboolean input_active, gboolean drained,
-    const FailoverReport * fr)
+    const FailoverReport * fr, GstClockTime level_end)
 {
   GstFlowReturn flow;
   gboolean post;
@@ -1258,6 +1342,8 @@ push_chunk (GstClockBridge * self, GstBuffer * buf, const Chunk * c,
   flow = gst_pad_push (self->srcpad, buf);
   if (fr->switched)
     post_failover (self, &fr->sw, c->pts);
+  if (GST_CLOCK_TIME_IS_VALID (level_end))
+    post_level (self, level_end);
   if (post)
     post_stats (self, st, input_active, c->end, c->downstream, &fr->status);
 
@@ -1292,6 +1378,7 @@ gst_clock_bridge_loop (GstPad * pad)
   ClockBridgeStats st;
   gboolean drained, input_active;
   FailoverReport fr;
+  GstClockTime level_end;
   Chunk c;
 
   if (!self->sent_head) {
@@ -1333,9 +1420,10 @@ gst_clock_bridge_loop (GstPad * pad)
     g_mutex_unlock (&self->lock);
     return;
   }
-  buf = read_chunk (self, now, &st, &input_active, &drained, &fr);
+  buf = read_chunk (self, now, &st, &input_active, &drained, &fr,
+      &level_end);
   g_mutex_unlock (&self->lock);
-  push_chunk (self, buf, &c, &st, input_active, drained, &fr);
+  push_chunk (self, buf, &c, &st, input_active, drained, &fr, level_end);
 }
 
 static gboolean
@@ -1579,7 +1667,7 @@ make_pool (GstClockBridge * self, gint channels)
 static gboolean
 make_bridge (GstClockBridge * self)
 {
-  guint64 jitter, chunk, interval;
+  guint64 jitter, chunk, interval, meter_interval;
   gint channels;
   gboolean paced;
 
@@ -1588,6 +1676,7 @@ make_bridge (GstClockBridge * self)
   jitter = self->jitter;
   chunk = self->chunk;
   interval = self->interval;
+  meter_interval = self->meter_interval;
   channels = self->channels;
   GST_OBJECT_UNLOCK (self);
 
@@ -1617,6 +1706,9 @@ make_bridge (GstClockBridge * self)
   self->interval_frames = MAX (1, gst_util_uint64_scale (interval, RATE,
           GST_SECOND));
   self->next_message = self->interval_frames;
+  self->metering = meter_interval > 0 && output_meter_init (&self->meter,
+      (unsigned) channels, MAX (1, gst_util_uint64_scale (meter_interval,
+              RATE, GST_SECOND))) == 0;
   make_pool (self, channels);
   if (self->bridge == NULL) {
     GST_ELEMENT_ERROR (self, RESOURCE, NO_SPACE_LEFT, (NULL),
