@@ -17,7 +17,7 @@ import { compilePipeline, type CompileOptions } from '../src/compiler/compile.js
 import { parsePipelineSpec } from '../src/spec/validate.js';
 import { BENCH_PROCESSING } from './engine.js';
 import { COST_COMPILE_OPTIONS } from './cost.js';
-import { launchArgv, parseLaunch, replaced, without, type LaunchElement } from './launch-graph.js';
+import { launchArgv, parseLaunch, replaced, withLevelElement, withoutProperty, type LaunchElement } from './launch-graph.js';
 import { killGroup, loadAverage, procCpuSeconds, programmeTs, ROOT, RtpCounters, rtpCounterBinary, Sender, sleep, stopAll } from './engine-harness.js';
 import { freeTcpPort } from '../test/helpers/ports.js';
 import { median, runIfMain, scriptFlags } from './process.js';
@@ -25,7 +25,10 @@ import { median, runIfMain, scriptFlags } from './process.js';
 /** Named rewrites of the compiled graph (the argv of a form before a compiler change). */
 export const CUTS: Record<string, (g: LaunchElement[]) => LaunchElement[]> = {
   none: (g) => g,
-  'no-level': (g) => without(g, 'level'),
+  // the bridge without its input meter (meter-interval)
+  'no-meter': (g) => withoutProperty(g, 'bridge', 'meter-interval'),
+  // the graph before the bridge metered its output: GStreamer's level right after it
+  'level-element': (g) => withLevelElement(g),
   // the converter before l24pack (docs/elements-l24pack.md)
   'audioconvert-out': (g) => replaced(g, 'outconvert', ['audioconvert', 'name=outconvert']),
 };

@@ -2,8 +2,10 @@
 # Instructions the clock bridge's output thread spends per 4 ms chunk, element by element: a
 # load-independent figure (valgrind callgrind counts instructions; CPU time on a shared machine
 # moves by more than a cut saves). The graph after the bridge is the compiler's for the cost
-# bench's shape (level, loudnorm -23, 3-band EQ, l24pack, rtpL24pay 1 ms, rtpbatch 4,
-# udpsink; OUTCONVERT=audioconvert puts back the converter the compiler wrote before l24pack);
+# bench's shape (the bridge's input meter at 100 ms, loudnorm -23, 3-band EQ, l24pack, rtpL24pay
+# 1 ms, rtpbatch 4, udpsink; OUTCONVERT=audioconvert puts back the converter the compiler wrote
+# before l24pack; METER=level puts back GStreamer's level after the bridge, the graph before the
+# bridge metered its output, which a build older than meter-interval needs);
 # the input is audiotestsrc pink noise, paced by the bridge (pace-input), instead of SRT + AAC.
 # Under callgrind the process runs ~50x slower than real time, so every chunk is late: the
 # output loop never sleeps and the figure is the user-space work of a chunk (no kernel time: not
@@ -12,7 +14,7 @@
 # rtp_packets_per_send 4) sets the bridge's chunk: the graph after it is unchanged (rtpbatch
 # still lists 4 packets), so the figures per ms of audio show what the per-chunk work is.
 #
-#   [OUTCONVERT=audioconvert] [CHUNK_MS=N] bench/chunk-instructions.sh [PLUGIN_DIR ...]  (default gst-plugins/build)
+#   [OUTCONVERT=audioconvert] [METER=level] [CHUNK_MS=N] bench/chunk-instructions.sh [PLUGIN_DIR ...]  (default gst-plugins/build)
 #
 # Prints, per plugin build: Ir per chunk of the whole output loop and of its parts, and the
 # whole loop's Ir per ms of audio. The
@@ -24,6 +26,12 @@ WARMUP=${WARMUP:-14}
 WINDOW=${WINDOW:-30}
 OUTCONVERT=${OUTCONVERT:-l24pack}
 case $OUTCONVERT in l24pack | audioconvert) ;; *) echo "OUTCONVERT: l24pack or audioconvert" >&2; exit 2 ;; esac
+METER=${METER:-bridge}
+case $METER in
+  bridge) BRIDGE_METER=meter-interval=100000000 LEVEL_ELEMENT= ;;
+  level) BRIDGE_METER= LEVEL_ELEMENT="level name=level interval=100000000 post-messages=true !" ;;
+  *) echo "METER: bridge or level" >&2; exit 2 ;;
+esac
 CHUNK_MS=${CHUNK_MS:-4}
 case $CHUNK_MS in [1-9] | 1[0-9] | 20) ;; *) echo "CHUNK_MS: whole ms, 1-20" >&2; exit 2 ;; esac
 [ $# -gt 0 ] || set -- "$ROOT/gst-plugins/build"
@@ -36,9 +44,8 @@ for dir in "$@"; do
     setpriv --bounding-set -sys_nice valgrind --tool=callgrind --callgrind-out-file="$TMP/cg$i.out" --dump-instr=no \
     gst-launch-1.0 -q -e -- audiotestsrc wave=pink-noise is-live=false samplesperbuffer=1024 \
     ! audio/x-raw,format=F32LE,layout=interleaved,rate=48000,channels=2 \
-    ! clockbridge name=bridge clock-source=tai jitter=50000000 chunk=${CHUNK_MS}000000 interval=1000000000 channels=2 pace-input=true \
-    ! level name=level interval=100000000 post-messages=true \
-    ! loudnorm name=step0 target=-23 true-peak=-1 interval=100000000 \
+    ! clockbridge name=bridge clock-source=tai jitter=50000000 chunk=${CHUNK_MS}000000 interval=1000000000 $BRIDGE_METER channels=2 pace-input=true \
+    ! $LEVEL_ELEMENT loudnorm name=step0 target=-23 true-peak=-1 interval=100000000 \
     ! parametriceq name=step1 bands="100:4:1,1000:-3:2.5,8000:2:1" \
     ! "$OUTCONVERT" name=outconvert ! rtpL24pay name=pay pt=96 min-ptime=1000000 max-ptime=1000000 \
     ! rtpbatch name=batch packets=4 media-clock=true \

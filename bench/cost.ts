@@ -15,7 +15,7 @@ import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { compilePipeline, type CompileOptions } from '../src/compiler/compile.js';
 import { parsePipelineSpec } from '../src/spec/validate.js';
-import { CUT_SINK, cutAfter, cutAfterIndex, indexOf, launchArgv, parseLaunch, replaced, without, type LaunchElement } from './launch-graph.js';
+import { CUT_SINK, cutAfter, cutAfterIndex, indexOf, launchArgv, parseLaunch, replaced, without, withoutProperty, type LaunchElement } from './launch-graph.js';
 import {
   BENCH_PROCESSING, benchBinary, killGroup, loadAverage, procCpuSeconds, programmeTs, ROOT, RtpCounters, rtpCounterBinary, Sender, sleep, stopAll,
 } from './engine-harness.js';
@@ -60,7 +60,7 @@ export function costVariants(srtPort: (i: number) => number, rtpPort: (i: number
       cut: (g) => cutAfterIndex(g, indexOf(g, 'bridge') - 1, CUT_SINK), sendsRtp: false,
     },
     { name: 'to-bridge', what: 'everything up to the clock bridge, its output ! fakesink', cut: (g) => cutAfter(g, 'bridge', CUT_SINK), sendsRtp: false },
-    { name: 'no-level', what: 'the full graph without `level` (the input meter)', cut: (g) => without(g, 'level'), sendsRtp: true },
+    { name: 'no-meter', what: 'the full graph without the input meter (the bridge without `meter-interval`)', cut: (g) => withoutProperty(g, 'bridge', 'meter-interval'), sendsRtp: true },
     { name: 'no-loudnorm', what: 'the full graph without `loudnorm` (step0)', cut: (g) => without(g, 'step0'), sendsRtp: true },
     { name: 'no-eq', what: 'the full graph without `parametriceq` (step1)', cut: (g) => without(g, 'step1'), sendsRtp: true },
     {
@@ -230,7 +230,7 @@ const STAGES: { stage: string; from: string; minus: string }[] = [
   { stage: 'SRT receive + demux + AAC decode', from: 'input', minus: '' },
   { stage: 'audioconvert + audioresample (input side)', from: 'input+convert', minus: 'input' },
   { stage: 'clock bridge (FIFO, resampler, output thread on the clock)', from: 'to-bridge', minus: 'input+convert' },
-  { stage: '`level` (input meter)', from: 'full', minus: 'no-level' },
+  { stage: 'the input meter (the bridge\'s `level` messages)', from: 'full', minus: 'no-meter' },
   { stage: '`loudnorm` (step0)', from: 'full', minus: 'no-loudnorm' },
   { stage: '`parametriceq` (step1)', from: 'full', minus: 'no-eq' },
   { stage: 'l24pack + rtpL24pay + rtpbatch (packets made)', from: 'no-send', minus: 'no-convert-pay' },

@@ -58,6 +58,34 @@ export function replaced(elements: readonly LaunchElement[], name: string, token
   return elements.map((e, j) => (j === i ? { tokens, linked: e.linked } : e));
 }
 
+/** The element `name` without its `property=` token (the element's default then holds). */
+export function withoutProperty(elements: readonly LaunchElement[], name: string, property: string): LaunchElement[] {
+  const i = indexOf(elements, name);
+  const e = elements[i];
+  if (e === undefined || !e.tokens.some((t) => t.startsWith(`${property}=`))) {
+    throw new Error(`the compiled graph's ${name} sets no ${property}: ${launchArgv(elements).join(' ')}`);
+  }
+  return elements.map((x, j) => (j === i ? { tokens: x.tokens.filter((t) => !t.startsWith(`${property}=`)), linked: x.linked } : x));
+}
+
+/** `tokens` linked into the chain right after the element `name`. */
+export function insertedAfter(elements: readonly LaunchElement[], name: string, tokens: string[]): LaunchElement[] {
+  const i = indexOf(elements, name);
+  return [...elements.slice(0, i + 1), { tokens, linked: true }, ...elements.slice(i + 1)];
+}
+
+/**
+ * The graph as the compiler wrote it before the bridge metered its own output: the bridge without
+ * `meter-interval`, and GStreamer's `level` right after it at that interval (for before/after
+ * figures of that change: bench/ab-cost.ts).
+ */
+export function withLevelElement(elements: readonly LaunchElement[]): LaunchElement[] {
+  const bridge = elements[indexOf(elements, 'bridge')];
+  const interval = bridge?.tokens.find((t) => t.startsWith('meter-interval='))?.slice('meter-interval='.length);
+  if (interval === undefined) throw new Error('the compiled bridge sets no meter-interval');
+  return insertedAfter(withoutProperty(elements, 'bridge', 'meter-interval'), 'bridge', ['level', 'name=level', `interval=${interval}`, 'post-messages=true']);
+}
+
 /**
  * The linked chain cut after element `index`: what followed it in the chain is dropped and
  * `sink` linked there; the unlinked elements (pipelinestats, srtaccess, enginecontrol) stay.

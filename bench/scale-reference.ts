@@ -36,7 +36,7 @@ import { parsePipelineSpec } from '../src/spec/validate.js';
 import { freeUdpPort } from '../test/helpers/ports.js';
 import { CounterUnanswered, killGroup, loadAverage, RtpCounters, Sender, sleep, stopAll, type SenderKind } from './engine-harness.js';
 import { ffmpegPipelineArgv, type FfmpegEqBand } from './ffmpeg-pipeline.js';
-import { CUT_SINK, cutAfter, launchArgv, parseLaunch, without } from './launch-graph.js';
+import { CUT_SINK, cutAfter, launchArgv, parseLaunch, without, withoutProperty } from './launch-graph.js';
 import { openRigWindow, realTimeReasons, rtpTotals, rtpWindowSample, spread, unmeasuredFigures, waitForAudio, type RtpWindowSample, type ScaleStepFigures } from './scale-window.js';
 
 /** What the scale bench can run beside the engine as its reference. */
@@ -110,7 +110,8 @@ export function floorInputArgv(setup: Pick<ReferenceScaleSetup, 'latencyMs' | 'c
 
 /**
  * The passthrough: the compiler's graph for the engine's pipeline with no processing steps and
- * `level` cut out, sending to `rtpPort`; `no-bridge`: that without the clock bridge too.
+ * no input meter (the bridge without `meter-interval`), sending to `rtpPort`; `no-bridge`: that
+ * without the clock bridge too.
  */
 export function passthroughArgv(
   setup: Pick<ReferenceScaleSetup, 'kind' | 'latencyMs' | 'compileOptions'>, srtPort: number, rtpPort: number,
@@ -119,8 +120,8 @@ export function passthroughArgv(
     name: 'passthrough', input: { type: 'srt', port: srtPort, latency: setup.latencyMs },
     processing: [], output: { type: 'rtp', host: '127.0.0.1', port: rtpPort },
   });
-  const cut = setup.kind === 'no-bridge' ? ['level', 'bridge'] : ['level'];
-  return launchArgv(without(parseLaunch(compilePipeline(spec, setup.compileOptions)), ...cut));
+  const graph = withoutProperty(parseLaunch(compilePipeline(spec, setup.compileOptions)), 'bridge', 'meter-interval');
+  return launchArgv(setup.kind === 'no-bridge' ? without(graph, 'bridge') : graph);
 }
 
 /** A command made for SHOWN_SRT_PORT and SHOWN_RTP_PORT, those ports shown as SRT_PORT and RTP_PORT. */

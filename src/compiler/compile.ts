@@ -5,7 +5,8 @@
  *
  *   srtsrc (listener, keeps listening) ! typefind ! tsdemux ! <audio caps> ! decodebin ! audioconvert
  *     ! audioresample ! F32 48 kHz, the output's channels
- *     ! clockbridge ! level ! <processing steps in order> ! l24pack ! rtpL24pay | audioconvert ! rtpL16pay (ptime)
+ *     ! clockbridge (its `level` messages: the input meter) ! <processing steps in order>
+ *     ! l24pack ! rtpL24pay | audioconvert ! rtpL16pay (ptime)
  *     ! rtpbatch (media-clock RTP timestamps) ! udpsink name=out (qos-dscp)
  *   with a redundant leg (ST 2022-7): ... ! rtpbatch ! tee name=legs ! udpsink name=out ...
  *     legs. ! udpsink name=out2 (the leg's host, port, interface; the output's TTL and DSCP)
@@ -41,8 +42,10 @@
  * our `chaindecode`, which keeps one src pad linked when a new Ogg chain begins. That
  * input is internal (`StdinInput`): the REST/gRPC schema has no such type, only a station builds it.
  *
- * `level` measures the input (after decoding, before processing); loudnorm reports loudness in
- * and out. Element names are fixed: the statistics parser and pipelinestats rely on them.
+ * The bridge's `level` messages (`meter-interval`) measure the input as it leaves the bridge (after
+ * decoding and failover, before processing), with GStreamer's level's figures: no level element
+ * in the output thread (docs/elements-clockbridge.md). loudnorm reports loudness in and out.
+ * Element names are fixed: the statistics parser and pipelinestats rely on them.
  */
 import { DEFAULT_PBKEYLEN, type PipelineSpec, type ProcessingStep } from '../spec/schema.js';
 import { isMulticast } from '../spec/host.js';
@@ -78,7 +81,7 @@ export interface CompileOptions {
   /** Period of the transport statistics (pipelinestats: SRT link, buffer, output counters), ms. */
   statsIntervalMs: number;
   /**
-   * Period of the meters (level and loudnorm messages), ms; the dashboard's 10 Hz meters want
+   * Period of the meters (the bridge's level and loudnorm's messages), ms; the dashboard's 10 Hz meters want
    * 100. Defaults to statsIntervalMs.
    */
   meterIntervalMs?: number;
@@ -407,12 +410,13 @@ export function compilePipeline(spec: CompilableSpec, options: CompileOptions): 
       jitter: options.jitterMs * MS,
       chunk: options.packetsPerSend * MS,
       interval,
+      // The input meter: `level` messages, as GStreamer's level after the bridge posted them.
+      'meter-interval': meterInterval,
       channels: spec.output.channels,
       'pace-input': paced ? true : undefined, // only where it is on: SRT graphs read as before
       ...failoverProperties(spec),
       select: spec.selection, // absent (auto): not written, a graph reads as before
     }),
-    element('level', { name: 'level', interval: meterInterval, 'post-messages': true }),
     ...spec.processing.map((step, index) => compileStep(step, index, options)),
     outputConverter(spec.output),
     payloader(spec.output),

@@ -69,6 +69,8 @@ export const ELEMENTS = {
     jitter: int(5_000_000, 500_000_000),
     chunk: int(1_000_000, 20_000_000),
     interval: int(10_000_000, I64_NS),
+    // Its `level` messages, the input meter (GStreamer's level's figures).
+    'meter-interval': int(10_000_000, I64_NS),
     channels: int(1, 8),
     'pace-input': bool,
     // Failover between main, the backup pad and a fallback (docs/failover.md); ns, dBFS.
@@ -81,7 +83,6 @@ export const ELEMENTS = {
     'fallback-file': { kind: 'file-path' },
     select: { kind: 'enum', values: ['auto', 'main', 'backup', 'fallback'] },
   },
-  level: { name, interval: int(10_000_000, I64_NS), 'post-messages': bool },
   pipelinestats: { name, interval: int(10_000_000, I64_NS), source: name, payloader: name, sink: name },
   loudnorm: { name, target: num(-70, -5), 'true-peak': num(-9, 0), interval: int(10_000_000, I64_NS) },
   parametriceq: { name, bands: { kind: 'eq-bands' } },

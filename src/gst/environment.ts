@@ -10,7 +10,7 @@ import { INSTANCE_VAR } from '../process/reap.js';
 
 /** Elements every pipeline needs, and the engine's own ones for the processing steps. */
 export const REQUIRED_ELEMENTS = [
-  'srtsrc', 'typefind', 'tsdemux', 'decodebin', 'audioconvert', 'audioresample', 'level', 'rtpL24pay', 'udpsink',
+  'srtsrc', 'typefind', 'tsdemux', 'decodebin', 'audioconvert', 'audioresample', 'rtpL24pay', 'udpsink',
 ] as const;
 export const OWN_ELEMENTS = ['clockbridge', 'loudnorm', 'parametriceq', 'pipelinestats', 'rtpbatch', 'srtaccess', 'chaindecode', 'enginecontrol', 'aacframer', 'l24pack'] as const;
 

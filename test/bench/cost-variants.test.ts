@@ -45,8 +45,15 @@ void t.test('the full graph and its twin are the compiler argv', async (t) => {
   t.same(variant('twin'), compiled(7001, 9001));
 });
 
+void t.test('the meter cut removes the bridge\'s meter-interval and nothing else', async (t) => {
+  const full = compiled(7005, 9002);
+  const meter = elementTokens(full, 'bridge').find((token) => token.startsWith('meter-interval='));
+  t.equal(meter, 'meter-interval=100000000', 'the full graph meters the input at the cost options\' 100 ms');
+  t.same(variant('no-meter'), full.filter((token) => token !== meter), 'no-meter: the compiler argv without it');
+});
+
 void t.test('each step cut removes that element and nothing else', async (t) => {
-  for (const [name, element, srt, rtp] of [['no-level', 'level', 7005, 9002], ['no-loudnorm', 'step0', 7006, 9003], ['no-eq', 'step1', 7007, 9004]] as const) {
+  for (const [name, element, srt, rtp] of [['no-loudnorm', 'step0', 7006, 9003], ['no-eq', 'step1', 7007, 9004]] as const) {
     const full = compiled(srt, rtp);
     const tokens = elementTokens(full, element);
     const at = full.indexOf(tokens[0] ?? '');

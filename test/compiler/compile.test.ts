@@ -19,8 +19,7 @@ void t.test('the exact argv of the interface example', async (t) => {
     '!', 'audioconvert', 'name=inconvert',
     '!', 'audioresample', 'name=resample',
     '!', 'audio/x-raw,format=F32LE,layout=interleaved,rate=48000,channels=2',
-    '!', 'clockbridge', 'name=bridge', 'clock-source=tai', 'jitter=20000000', 'chunk=1000000', 'interval=1000000000', 'channels=2',
-    '!', 'level', 'name=level', 'interval=1000000000', 'post-messages=true',
+    '!', 'clockbridge', 'name=bridge', 'clock-source=tai', 'jitter=20000000', 'chunk=1000000', 'interval=1000000000', 'meter-interval=1000000000', 'channels=2',
     '!', 'loudnorm', 'name=step0', 'target=-23', 'true-peak=-1', 'interval=1000000000',
     '!', 'parametriceq', 'name=step1', 'bands="100:-2:1,8000:1.5:1"',
     '!', 'l24pack', 'name=outconvert',
@@ -167,10 +166,12 @@ void t.test('numbers are written in plain decimal', async (t) => {
   t.equal(formatNumber(0.1 + 0.2, 3), '0.3');
 });
 
-void t.test('meters (level, loudnorm) report at meterIntervalMs, the transport stats keep statsIntervalMs', async (t) => {
+void t.test('meters (the bridge\'s level, loudnorm) report at meterIntervalMs, the transport stats keep statsIntervalMs', async (t) => {
   const argv = compilePipeline(parsePipelineSpec(EXAMPLE), { statsIntervalMs: 1000, meterIntervalMs: 100, packetsPerSend: 1, clockSource: 'tai', jitterMs: 20 });
-  const after = (name: string): string | undefined => argv.slice(argv.indexOf(name)).find((token) => token.startsWith('interval='));
-  t.equal(after('name=level'), 'interval=100000000', 'level every 100 ms');
+  const after = (name: string, property = 'interval='): string | undefined => argv.slice(argv.indexOf(name)).find((token) => token.startsWith(property));
+  t.equal(after('name=bridge', 'meter-interval='), 'meter-interval=100000000', 'the input meter every 100 ms');
+  t.equal(after('name=bridge'), 'interval=1000000000', 'the bridge\'s own message every 1000 ms');
+  t.notOk(argv.includes('level'), 'no level element: the bridge meters its output');
   t.equal(after('name=step0'), 'interval=100000000', 'loudnorm every 100 ms');
   t.equal(after('name=stats'), 'interval=1000000000', 'pipelinestats every 1000 ms');
 });
