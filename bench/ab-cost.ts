@@ -17,7 +17,7 @@ import { compilePipeline, type CompileOptions } from '../src/compiler/compile.js
 import { parsePipelineSpec } from '../src/spec/validate.js';
 import { BENCH_PROCESSING } from './engine.js';
 import { COST_COMPILE_OPTIONS } from './cost.js';
-import { launchArgv, parseLaunch, replaced, withLevelElement, withoutProperty, type LaunchElement } from './launch-graph.js';
+import { launchArgv, parseLaunch, replaced, withLevelElement, withoutProperty, withProperty, type LaunchElement } from './launch-graph.js';
 import { killGroup, loadAverage, procCpuSeconds, programmeTs, ROOT, RtpCounters, rtpCounterBinary, Sender, sleep, stopAll } from './engine-harness.js';
 import { freeTcpPort } from '../test/helpers/ports.js';
 import { median, runIfMain, scriptFlags } from './process.js';
@@ -29,6 +29,10 @@ export const CUTS: Record<string, (g: LaunchElement[]) => LaunchElement[]> = {
   'no-meter': (g) => withoutProperty(g, 'bridge', 'meter-interval'),
   // the graph before the bridge metered its output: GStreamer's level right after it
   'level-element': (g) => withLevelElement(g),
+  // the bridge's chunk 8 or 20 ms, the sends as they were (rtpbatch lists 4 packets, udpsink waits
+  // for each list): what the per-chunk work of the output thread costs (docs/performance.md)
+  chunk8: (g) => withProperty(g, 'bridge', 'chunk', '8000000'),
+  chunk20: (g) => withProperty(g, 'bridge', 'chunk', '20000000'),
   // the converter before l24pack (docs/elements-l24pack.md)
   'audioconvert-out': (g) => replaced(g, 'outconvert', ['audioconvert', 'name=outconvert']),
 };

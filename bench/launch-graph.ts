@@ -68,6 +68,12 @@ export function withoutProperty(elements: readonly LaunchElement[], name: string
   return elements.map((x, j) => (j === i ? { tokens: x.tokens.filter((t) => !t.startsWith(`${property}=`)), linked: x.linked } : x));
 }
 
+/** The element `name` with `property=value` in place of the one the compiler wrote. */
+export function withProperty(elements: readonly LaunchElement[], name: string, property: string, value: string): LaunchElement[] {
+  const i = indexOf(elements, name);
+  return elements.map((x, j) => (j === i ? { tokens: [...x.tokens.filter((t) => !t.startsWith(`${property}=`)), `${property}=${value}`], linked: x.linked } : x));
+}
+
 /** `tokens` linked into the chain right after the element `name`. */
 export function insertedAfter(elements: readonly LaunchElement[], name: string, tokens: string[]): LaunchElement[] {
   const i = indexOf(elements, name);
