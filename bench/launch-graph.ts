@@ -58,20 +58,25 @@ export function replaced(elements: readonly LaunchElement[], name: string, token
   return elements.map((e, j) => (j === i ? { tokens, linked: e.linked } : e));
 }
 
+/** The value the element `name` sets for `property`; an error where it sets none. */
+export function propertyOf(elements: readonly LaunchElement[], name: string, property: string): string {
+  const value = elements[indexOf(elements, name)]?.tokens.find((t) => t.startsWith(`${property}=`))?.slice(property.length + 1);
+  if (value === undefined) throw new Error(`the compiled graph's ${name} sets no ${property}: ${launchArgv(elements).join(' ')}`);
+  return value;
+}
+
 /** The element `name` without its `property=` token (the element's default then holds). */
 export function withoutProperty(elements: readonly LaunchElement[], name: string, property: string): LaunchElement[] {
+  propertyOf(elements, name, property); // an error where it sets none
   const i = indexOf(elements, name);
-  const e = elements[i];
-  if (e === undefined || !e.tokens.some((t) => t.startsWith(`${property}=`))) {
-    throw new Error(`the compiled graph's ${name} sets no ${property}: ${launchArgv(elements).join(' ')}`);
-  }
   return elements.map((x, j) => (j === i ? { tokens: x.tokens.filter((t) => !t.startsWith(`${property}=`)), linked: x.linked } : x));
 }
 
 /** The element `name` with `property=value` in place of the one the compiler wrote. */
 export function withProperty(elements: readonly LaunchElement[], name: string, property: string, value: string): LaunchElement[] {
-  const i = indexOf(elements, name);
-  return elements.map((x, j) => (j === i ? { tokens: [...x.tokens.filter((t) => !t.startsWith(`${property}=`)), `${property}=${value}`], linked: x.linked } : x));
+  const rest = withoutProperty(elements, name, property);
+  const i = indexOf(rest, name);
+  return rest.map((x, j) => (j === i ? { tokens: [...x.tokens, `${property}=${value}`], linked: x.linked } : x));
 }
 
 /** `tokens` linked into the chain right after the element `name`. */
@@ -86,9 +91,7 @@ export function insertedAfter(elements: readonly LaunchElement[], name: string, 
  * figures of that change: bench/ab-cost.ts).
  */
 export function withLevelElement(elements: readonly LaunchElement[]): LaunchElement[] {
-  const bridge = elements[indexOf(elements, 'bridge')];
-  const interval = bridge?.tokens.find((t) => t.startsWith('meter-interval='))?.slice('meter-interval='.length);
-  if (interval === undefined) throw new Error('the compiled bridge sets no meter-interval');
+  const interval = propertyOf(elements, 'bridge', 'meter-interval');
   return insertedAfter(withoutProperty(elements, 'bridge', 'meter-interval'), 'bridge', ['level', 'name=level', `interval=${interval}`, 'post-messages=true']);
 }
 

@@ -60,6 +60,7 @@
 #include <gst/audio/audio.h>
 #include <gst/gst.h>
 #include <math.h>
+#include <stdarg.h>
 #include <string.h>
 #include <errno.h>
 #include <time.h>
@@ -437,13 +438,24 @@ clock_source_valid (const gchar * s)
 }
 
 /* under the object lock: remembers the first refused value */
+static void refuse (GstClockBridge * self, const gchar * format, ...)
+    G_GNUC_PRINTF (2, 3);
+
 static void
-refuse (GstClockBridge * self, const gchar * msg)
+refuse (GstClockBridge * self, const gchar * format, ...)
 {
+  va_list args;
+  gchar *msg;
+
+  va_start (args, format);
+  msg = g_strdup_vprintf (format, args);
+  va_end (args);
   GST_WARNING_OBJECT (self, "%s", msg);
   g_warning ("clockbridge: %s", msg);
   if (self->settings_error == NULL)
-    self->settings_error = g_strdup (msg);
+    self->settings_error = msg;
+  else
+    g_free (msg);
 }
 
 static void
@@ -460,10 +472,8 @@ gst_clock_bridge_set_property (GObject * object, guint prop_id,
         g_free (self->clock_source);
         self->clock_source = g_strdup (s);
       } else {
-        gchar *msg = g_strdup_printf ("clock-source must be tai, realtime or "
-            "/dev/ptpN, got '%s'", s ? s : "(null)");
-        refuse (self, msg);
-        g_free (msg);
+        refuse (self, "clock-source must be tai, realtime or /dev/ptpN, got "
+            "'%s'", s ? s : "(null)");
       }
       break;
     }
@@ -475,10 +485,8 @@ gst_clock_bridge_set_property (GObject * object, guint prop_id,
       if (v % GST_MSECOND == 0) {
         self->chunk = v;
       } else {
-        gchar *msg = g_strdup_printf ("chunk must be whole milliseconds "
-            "(1000000 ns steps), got %" G_GUINT64_FORMAT, v);
-        refuse (self, msg);
-        g_free (msg);
+        refuse (self, "chunk must be whole milliseconds (1000000 ns steps), "
+            "got %" G_GUINT64_FORMAT, v);
       }
       break;
     }
@@ -490,10 +498,8 @@ gst_clock_bridge_set_property (GObject * object, guint prop_id,
       if (v == 0 || v >= MIN_METER_INTERVAL) {
         self->meter_interval = v;
       } else {
-        gchar *msg = g_strdup_printf ("meter-interval must be 0 (none) or at "
-            "least 10000000 ns (10 ms), got %" G_GUINT64_FORMAT, v);
-        refuse (self, msg);
-        g_free (msg);
+        refuse (self, "meter-interval must be 0 (none) or at least 10000000 "
+            "ns (10 ms), got %" G_GUINT64_FORMAT, v);
       }
       break;
     }
