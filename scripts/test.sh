@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Every check, in order: lint, typecheck, generated-code drift, the C element tests, then tap
 # (unit tests and end-to-end tests with real gst-launch-1.0 children, SRT and RTP) under the
-# machine's Node 20, and tap again under Node 26.
+# machine's Node 20, and the in-process files plus one end-to-end file again under Node 26.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 echo "== lint";        npx eslint --max-warnings=0 .
@@ -13,7 +13,7 @@ echo "== C elements";  meson test -C gst-plugins/build --print-errorlogs --num-p
 tap_run() {
   local log rc=0
   log="$(mktemp)"
-  npx tap 2>&1 | tee "$log" || rc=$?
+  npx tap "$@" 2>&1 | tee "$log" || rc=$?
   if [ "$rc" -ne 0 ]; then
     echo "== tap failed ($(node --version)): the failed points"
     { awk -f scripts/tap-failures.awk "$log" | head -n 100; } || true # head may end awk early (SIGPIPE)
@@ -24,14 +24,17 @@ tap_run() {
   return "$rc"
 }
 
-echo "== tap";         tap_run
+echo "== tap (node 20): every file";         tap_run
 
-# The whole suite again under the official Node 26 binary (test/node-versions, installed by
-# scripts/setup.sh --test): its bin first on PATH, so node, npx tap and every process tap forks
-# (process.execPath: the tests, the engines they start, the systemd unit's ExecStart in
-# test/systemd/boot.test.ts) run on it. All of it, e2e included: 17-23 min a run on the 2-core
-# machine, so lint, C tests and both runs stay near 45 min, well inside CI's 90 minutes.
+# Under the official Node 26 binary (test/node-versions, installed by scripts/setup.sh --test),
+# its bin first on PATH so node, npx tap and every process tap forks run on it: every test file
+# that runs inside tap's own process (scripts/test-files.mjs sorts them: no import chain to
+# node:child_process or execa), two at a time, and the engine's bundle once end to end
+# (passthrough: it starts on Node 26, takes an SRT caller and sends the audio as RTP). The files
+# that can start children (GStreamer, senders, browsers, systemd) are most of the suite's time on
+# the 2-core machine and run once, under Node 20 above; coverage is measured there only.
 node26="$PWD/test/node-versions/node_modules/node26/bin"
 [ -x "$node26/node" ] || { echo "test: $node26/node is missing: run scripts/setup.sh --test" >&2; exit 1; }
-echo "== tap (node 26)"
-PATH="$node26:$PATH" tap_run
+mapfile -t in_process < <(node scripts/test-files.mjs in-process)
+echo "== tap (node 26): ${#in_process[@]} in-process files and the engine end to end"
+PATH="$node26:$PATH" tap_run --jobs=2 --disable-coverage "${in_process[@]}" test/e2e/passthrough.test.ts
