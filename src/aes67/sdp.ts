@@ -17,11 +17,13 @@
  *   a=framecount:<samples per packet>
  *   a=ts-refclk:ptp=IEEE1588-2008:<grandmaster>:<domain> | ptp=IEEE1588-2008:traceable | localmac=<mac>
  *   a=mediaclk:direct=0
+ *   a=source-filter: incl IN IP4 <group> <sender unicast address>   (multicast only, RFC 4570)
  *
  * An ST 2022-7 output (a redundant leg) has no session-level c=; after t= comes
  * `a=group:DUP primary secondary` (RFC 7104), then one such media section per leg with its own
  * c= after i=, for multicast `a=source-filter: incl IN IP4 <group> <leg's sender>`, and
- * `a=mid:primary` / `a=mid:secondary`.
+ * `a=mid:primary` / `a=mid:secondary`; each leg's `ts-refclk` its own (with `localmac`, the MAC
+ * of the interface the leg sends from).
  *
  * `direct=0`: the RTP timestamps are the reference clock's time in samples (RFC 7273 5.2), as the
  * clock bridge and rtpbatch make them for every graph (SRT inputs and stations' Icecast inputs).
@@ -64,6 +66,8 @@ export interface SdpLeg {
   port: number;
   /** Address of the leg's sending interface (the multicast source filter's source). */
   origin: string;
+  /** The leg's reference clock (localmac: its own interface's MAC). */
+  refclk: RefClock;
 }
 
 export type LineEnding = '\r\n' | '\n';
@@ -131,7 +135,7 @@ function connectionLine(destination: string, ttl: number | undefined): string {
 }
 
 /** The m= and i= lines of one leg, then its attributes (RFC 8866 order: c= between them). */
-function media(stream: SdpMedia, port: number): { m: string[]; attributes: string[] } {
+function media(stream: SdpMedia, port: number, refclk: RefClock): { m: string[]; attributes: string[] } {
   return {
     m: [`m=audio ${port} RTP/AVP ${stream.payloadType}`, `i=${stream.channels} channels: ${channelNames(stream.channels)}`],
     attributes: [
@@ -140,7 +144,7 @@ function media(stream: SdpMedia, port: number): { m: string[]; attributes: strin
       `a=fmtp:${stream.payloadType} channel-order=${channelOrder(stream.channels)}`,
       `a=ptime:${stream.ptime}`,
       `a=framecount:${framecount(stream.ptime)}`,
-      `a=ts-refclk:${refclkValue(stream.refclk)}`,
+      `a=ts-refclk:${refclkValue(refclk)}`,
       'a=mediaclk:direct=0',
     ],
   };
@@ -162,10 +166,12 @@ type SdpMedia = Omit<SdpStream, 'sessionId' | 'version'>;
  */
 export function sdpBody(stream: SdpMedia): string[] {
   const name = `s=${sanitiseName(stream.name)}`;
-  const primary = media(stream, stream.port);
+  const primary = media(stream, stream.port, stream.refclk);
   const leg = stream.redundant;
-  if (leg === undefined) return [name, connectionLine(stream.destination, stream.ttl), 't=0 0', ...primary.m, ...primary.attributes];
-  const secondary = media(stream, leg.port);
+  if (leg === undefined) {
+    return [name, connectionLine(stream.destination, stream.ttl), 't=0 0', ...primary.m, ...primary.attributes, ...sourceFilter(stream.destination, stream.ttl, stream.origin)];
+  }
+  const secondary = media(stream, leg.port, leg.refclk);
   return [
     name,
     't=0 0',

@@ -154,6 +154,7 @@ export class Aes67Sessions {
       ttl: isMulticast(leg.host) ? output.ttl : undefined,
       port: leg.port ?? output.port,
       origin: iface?.address ?? '127.0.0.1',
+      refclk: this.refclk(iface),
     };
   }
 

@@ -49,7 +49,7 @@
  */
 import { DEFAULT_PBKEYLEN, type PipelineSpec, type ProcessingStep } from '../spec/schema.js';
 import { isMulticast } from '../spec/host.js';
-import { PTIME_SAMPLES } from '../spec/rtp-format.js';
+import { PTIME_SAMPLES, RTP_SOURCE_PORT } from '../spec/rtp-format.js';
 import { CAPS, element, processingCaps, UnsafeValueError } from './elements.js';
 
 /** Internal input: the child reads the encoded stream from its stdin (fd 0). */
@@ -327,6 +327,8 @@ function udpsink(output: PipelineSpec['output'], leg: { name: string; host: stri
     // bridge, its EOS (the source left) was lost in about 1 run of 3 and the child never exited
     // (GStreamer 1.22, measured); async=true ended it every time, and still does with the bridge.
     async: asyncPreroll,
+    // A known source port (IS-05 source_port) instead of an ephemeral one.
+    'bind-port': RTP_SOURCE_PORT,
   });
 }
 

@@ -102,6 +102,7 @@ export const ELEMENTS = {
     sync: bool,
     async: bool,
     'processing-deadline': int(0, I64_NS),
+    'bind-port': int(0, 65535),
   },
 } as const satisfies Record<string, Record<string, PropertyType>>;
 

@@ -4,8 +4,8 @@
  *
  * - **active** is read from the output itself at each request (the pipeline's spec: its legs'
  *   host and port, `output.enabled`, `output.redundant.enabled`), so a REST or gRPC change shows
- *   here too; `auto` never appears there except `source_port` (udpsink sends from an ephemeral
- *   port the engine does not learn).
+ *   here too; `auto` never appears there (`source_port` is RTP_SOURCE_PORT, udpsink's bind-port).
+ *   A destination that is a DNS name is the exception: `destination_ip` `auto`.
  * - **staged** is kept here, per sender, from the first request on (a copy of active).
  * - A staged PATCH is checked whole before anything changes (type of each value, the
  *   constraints, the number of legs, the output the activation would make: the pipeline's own
@@ -19,6 +19,7 @@
  * that active shows them as set while they agree with the output.
  */
 import { isIpLiteral } from '../spec/host.js';
+import { RTP_SOURCE_PORT } from '../spec/rtp-format.js';
 import type { RtpOutput } from '../spec/schema.js';
 import type { StreamSource } from '../aes67/sessions.js';
 import { TAI_UTC_OFFSET_S, taiToUtcMs, taiVersion } from './ids.js';
@@ -132,7 +133,7 @@ export class SenderConnections {
     const legs = Array.from({ length: legsOf(stream.output) }, (_, leg) => ({
       source_ip: { enum: [this.deps.sourceIp(stream.output, leg as 0 | 1)], description: 'the interface this leg sends from' },
       destination_ip: { description: 'an IPv4 or IPv6 address, unicast or multicast' },
-      source_port: { enum: ['auto'], description: 'udpsink sends from an ephemeral port' },
+      source_port: { enum: [RTP_SOURCE_PORT, 'auto'], description: 'every leg sends from this port' },
       destination_port: { minimum: 1, maximum: 65535 },
       rtp_enabled: {},
     }));
@@ -212,7 +213,7 @@ export class SenderConnections {
     const legs: LegParams[] = [{
       source_ip: this.deps.sourceIp(output, 0),
       destination_ip: isIpLiteral(output.host) ? output.host : 'auto',
-      source_port: 'auto',
+      source_port: RTP_SOURCE_PORT,
       destination_port: output.port,
       rtp_enabled: rtp(0),
     }];
@@ -220,7 +221,7 @@ export class SenderConnections {
       legs.push({
         source_ip: this.deps.sourceIp(output, 1),
         destination_ip: isIpLiteral(output.redundant.host) ? output.redundant.host : 'auto',
-        source_port: 'auto',
+        source_port: RTP_SOURCE_PORT,
         destination_port: output.redundant.port ?? output.port,
         rtp_enabled: rtp(1),
       });
@@ -370,8 +371,8 @@ export class SenderConnections {
       next.destination_ip = ip;
     }
     if (item.source_port !== undefined) {
-      if (item.source_port !== 'auto') throw new BadRequest(`${field('source_port')} must be auto (udpsink sends from an ephemeral port; /constraints)`);
-      next.source_port = 'auto';
+      if (item.source_port !== 'auto' && item.source_port !== RTP_SOURCE_PORT) throw new BadRequest(`${field('source_port')} must be auto or ${RTP_SOURCE_PORT} (every leg sends from it; /constraints)`);
+      next.source_port = item.source_port;
     }
     if (item.destination_port !== undefined) {
       const port = item.destination_port;

@@ -7,7 +7,7 @@
 import { readFile } from 'node:fs/promises';
 import { isIPv6 } from 'node:net';
 import type { SrvRecord } from 'node:dns';
-import { Bonjour, type Service } from 'bonjour-service';
+import { Bonjour, type Browser, type Service } from 'bonjour-service';
 
 export const REGISTER_SERVICE = '_nmos-register._tcp';
 
@@ -92,12 +92,8 @@ function serviceTxt(service: Service): Map<string, string> {
   return txtMap(Object.entries(raw).map(([k, v]) => `${k}=${Buffer.isBuffer(v) ? v.toString('utf8') : String(v)}`));
 }
 
-/** mDNS: browse `_nmos-register._tcp.local` for `browseMs` and take what answered. */
-export async function mdnsRegistries(bonjour: Pick<Bonjour, 'find'>, browseMs: number): Promise<string[]> {
-  const browser = bonjour.find({ type: 'nmos-register', protocol: 'tcp' });
-  await new Promise((resolve) => setTimeout(resolve, browseMs));
-  const services = browser.services;
-  browser.stop();
+/** The registries among browsed services, by priority. */
+function registriesOf(services: readonly Service[]): string[] {
   const found: FoundRegistry[] = [];
   for (const service of services) {
     const address = (service.addresses ?? []).find((a) => !isIPv6(a)) ?? service.addresses?.[0] ?? service.referer?.address ?? service.host;
@@ -105,6 +101,38 @@ export async function mdnsRegistries(bonjour: Pick<Bonjour, 'find'>, browseMs: n
     if (registry !== undefined) found.push(registry);
   }
   return byPriority(found);
+}
+
+/**
+ * mDNS: one browse for `_nmos-register._tcp.local`, kept open, so registries advertised later
+ * (and the goodbyes of withdrawn ones) are known when the node needs one, without waiting: a
+ * fail-over to the next registry takes no browse time. The first answer waits `browseMs` for
+ * replies; later ones send a new query (answers come in the background) and drop the records
+ * whose TTL ran out.
+ */
+export class MdnsRegistryBrowser {
+  private browser: Browser | undefined;
+  private startedAt = 0;
+
+  constructor(private readonly bonjour: Pick<Bonjour, 'find'>, private readonly browseMs: number, private readonly now: () => number = Date.now) {}
+
+  async registries(): Promise<string[]> {
+    if (this.browser === undefined) {
+      this.browser = this.bonjour.find({ type: 'nmos-register', protocol: 'tcp' });
+      this.startedAt = this.now();
+    } else {
+      this.browser.expire();
+      this.browser.update();
+    }
+    const wait = this.startedAt + this.browseMs - this.now();
+    if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+    return registriesOf(this.browser.services);
+  }
+
+  stop(): void {
+    this.browser?.stop();
+    this.browser = undefined;
+  }
 }
 
 export { Bonjour };

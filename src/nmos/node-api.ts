@@ -2,6 +2,9 @@
  * The NMOS HTTP edge on [nmos] http_port: the IS-04 v1.3 Node API (read-only) and the IS-05 v1.1
  * Connection API of the senders (connection-api.ts; its transport files are the senders'
  * manifest_href). CORS on every answer, errors as `{code, error, debug}` (IS-04/IS-05 error.json).
+ * Every path answers GET and HEAD alike with and without a trailing slash (IS-04 "APIs: URLs"),
+ * and a JSON answer's Content-Type is `application/json` without a charset parameter (JSON is
+ * UTF-8 by definition, RFC 8259; AMWA's testing tool warns about the parameter).
  */
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply } from 'fastify';
 import type { Logger } from 'pino';
@@ -19,6 +22,7 @@ export interface NodeApiDeps {
 }
 
 const NODE = `/x-nmos/node/${NODE_API_VERSION}`;
+const JSON_TYPE = 'application/json';
 
 export function sendError(reply: FastifyReply, code: number, error: string, debug: string | null = null): FastifyReply {
   return reply.code(code).send({ code, error, debug });
@@ -29,8 +33,12 @@ type Collection = (typeof COLLECTIONS)[number];
 
 export function buildNodeApi(deps: NodeApiDeps): FastifyInstance {
   const logger: FastifyBaseLogger = deps.log;
-  const app = Fastify({ loggerInstance: logger, bodyLimit: 64 * 1024, forceCloseConnections: true, logController: new LogController({ disableRequestLogging: true }) });
+  const app = Fastify({
+    loggerInstance: logger, bodyLimit: 64 * 1024, forceCloseConnections: true, logController: new LogController({ disableRequestLogging: true }),
+    routerOptions: { ignoreTrailingSlash: true },
+  });
   app.addHook('onSend', async (_request, reply, payload) => {
+    if (String(reply.getHeader('content-type') ?? '').startsWith(JSON_TYPE)) reply.header('content-type', JSON_TYPE);
     reply.header('access-control-allow-origin', '*');
     reply.header('access-control-allow-methods', 'GET, PUT, POST, PATCH, HEAD, OPTIONS, DELETE');
     reply.header('access-control-allow-headers', 'Content-Type, Accept');
@@ -63,7 +71,7 @@ export function buildNodeApi(deps: NodeApiDeps): FastifyInstance {
   app.get('/', async () => ['x-nmos/']);
   app.get('/x-nmos', async () => ['node/', 'connection/']);
   app.get('/x-nmos/node', async () => [`${NODE_API_VERSION}/`]);
-  for (const path of [NODE, `${NODE}/`]) app.get(path, async () => ['self/', 'sources/', 'flows/', 'devices/', 'senders/', 'receivers/']);
+  app.get(NODE, async () => ['self/', 'sources/', 'flows/', 'devices/', 'senders/', 'receivers/']);
   app.get(`${NODE}/self`, async () => deps.model.snapshot().node);
   for (const name of COLLECTIONS) {
     app.get(`${NODE}/${name}`, async () => collection(name));

@@ -13,7 +13,7 @@ import type { PtpStatus } from '../aes67/pmc.js';
 import type { StreamSource } from '../aes67/sessions.js';
 import type { NmosConfig } from '../config/schema.js';
 import { NodeAdvertisement } from './advertise.js';
-import { Bonjour, mdnsRegistries, searchDomains, unicastRegistries, type DnsResolver } from './discovery.js';
+import { Bonjour, MdnsRegistryBrowser, searchDomains, unicastRegistries, type DnsResolver } from './discovery.js';
 import { SenderConnections, type OutputPatch } from './connection.js';
 import { buildNodeApi } from './node-api.js';
 import { fetchCall, HEARTBEAT_MS, REAL_TIMERS, Registration, type Timers } from './registration.js';
@@ -50,6 +50,7 @@ export class NmosNode {
   private port = 0;
   private bind = '0.0.0.0';
   private bonjour: Bonjour | undefined;
+  private browser: MdnsRegistryBrowser | undefined;
   private advertisement: NodeAdvertisement | undefined;
 
   constructor(private readonly deps: NmosNodeDeps) {
@@ -95,8 +96,9 @@ export class NmosNode {
       log,
       heartbeatMs: HEARTBEAT_MS,
       syncMs: deps.syncMs ?? 500,
-      // Peer-to-peer only when registries are found by DNS-SD and none takes the node.
-      onRegistered: configured.length > 0 ? undefined : (registered) => this.advertisement?.set(!registered),
+      // Peer-to-peer only when registries are found by DNS-SD and none takes the node; withdrawn
+      // as soon as one is found, before it is contacted (no advertisement while registered).
+      onRegistry: configured.length > 0 ? undefined : (found) => this.advertisement?.set(!found),
     });
   }
 
@@ -106,7 +108,8 @@ export class NmosNode {
     if (unicast.length > 0) return unicast;
     this.bonjour ??= new Bonjour({}, (error: Error) => this.deps.log.warn({ event: 'mdns-failed', err: error }, `mDNS: ${error.message}`));
     this.advertisement ??= new NodeAdvertisement(this.bonjour, `audio-engine ${this.model.nodeId.slice(0, 8)}`, () => this.port, () => this.model.snapshot());
-    return mdnsRegistries(this.bonjour, this.deps.browseMs ?? 2000);
+    this.browser ??= new MdnsRegistryBrowser(this.bonjour, this.deps.browseMs ?? 2000);
+    return this.browser.registries();
   }
 
   async start(host: string, port: number): Promise<number> {
@@ -122,6 +125,7 @@ export class NmosNode {
     this.connections.close();
     await this.registration.stop();
     this.advertisement?.set(false);
+    this.browser?.stop();
     if (this.bonjour !== undefined) await new Promise<void>((resolve) => this.bonjour?.destroy(() => resolve()));
     await this.api.close();
   }

@@ -1,13 +1,22 @@
 /**
- * IS-04 v1.3 registration: the node's resources POSTed to a Registration API, kept in step with
- * the engine's outputs, and a heartbeat every 5 s.
+ * IS-04 v1.3 registration ("Behaviour: Registration"): the node's resources POSTed to a
+ * Registration API, kept in step with the engine's outputs, and a heartbeat every 5 s.
  *
- * Every `syncMs` (and after each heartbeat) the registered set is compared with the model:
- * new or changed resources are POSTed (node, device, then each source, flow, sender), gone ones
- * DELETEd (senders, flows, sources). A heartbeat answered 404 (the registry forgot the node)
- * registers everything again; an unreachable registry or a 5xx moves to the next one of
- * `registries()` (highest priority first), which is asked again when the list is used up.
- * stop() DELETEs the node (the registry drops its sub-resources with it).
+ * - Every `syncMs` the registered set is compared with the model: new or changed resources are
+ *   POSTed (node, device, then each source, flow, sender), gone ones DELETEd (senders, flows,
+ *   sources).
+ * - Registries come from `registries()` (highest priority first: the lowest DNS-SD `pri`), read
+ *   again when the list is used up; the one that just failed is tried last.
+ * - The first registration of the node answered 200 (not 201): the registry still held a stale
+ *   node; it is DELETEd and registered again.
+ * - A heartbeat answered 404 (the registry forgot the node) registers everything again.
+ * - A 5xx, a refused connection or no answer within the HTTP time-out (registration or
+ *   heartbeat): fail-over at once to the next registry, whose first request is a heartbeat: 200,
+ *   the cluster still holds the node (nothing re-registered); 404, everything registered again.
+ * - Every registry of a list failed: the next round waits 1 s, doubling up to 8 s.
+ * - `onRegistry(true)` as soon as a registry is chosen (before it is contacted), false while
+ *   none is: the node's own mDNS advertisement follows it (advertise.ts).
+ * - stop() DELETEs the node (the registry drops its sub-resources with it).
  */
 import type { Logger } from 'pino';
 import type { NmosModel, NmosResource, ResourceType } from './resources.js';
@@ -47,8 +56,8 @@ export interface RegistrationDeps {
   log: Logger;
   heartbeatMs: number;
   syncMs: number;
-  /** Called with true while registered, false while no registry takes the node (peer-to-peer). */
-  onRegistered?: (registered: boolean) => void;
+  /** True once a registry is chosen (before it is contacted), false while none is (peer-to-peer). */
+  onRegistry?: (found: boolean) => void;
 }
 
 /** fetch with a timeout; a network failure rejects. */
@@ -65,16 +74,23 @@ export const fetchCall = (timeoutMs: number): HttpCall => async (method, url, bo
 
 class RegistryFailed extends Error {}
 
+/** The wait after every registry of a list failed: doubles from the first to the last. */
+const BACKOFF_MS = { first: 1000, max: 8000 } as const;
+
 export class Registration {
   private candidates: string[] = [];
   private current: string | undefined;
-  /** id -> type and the version the registry holds. */
+  /** The registry that failed last: tried after the others when the list is read again. */
+  private failed: string | undefined;
+  /** id -> type and the version the registry holds (kept over a fail-over: the cluster may hold them). */
   private readonly registered = new Map<string, { type: ResourceType; version: string }>();
   private work: Promise<void> = Promise.resolve();
   private syncTimer: unknown;
   private heartbeatTimer: unknown;
   private stopped = false;
   private lastWarning: string | undefined;
+  private backoffMs = 0;
+  private retryAt = 0;
 
   constructor(private readonly deps: RegistrationDeps) {}
 
@@ -131,19 +147,22 @@ export class Registration {
     }, this.deps.heartbeatMs);
   }
 
-  /** The next registry to try; undefined when none is known. */
+  /** The next registry to try; undefined when the list is used up (read again at the next call). */
   private async nextRegistry(): Promise<string | undefined> {
-    if (this.candidates.length === 0) this.candidates = await this.deps.registries();
-    const next = this.candidates.shift();
-    return next?.replace(/\/+$/, '');
+    if (this.candidates.length === 0) {
+      const found = (await this.deps.registries()).map((url) => url.replace(/\/+$/, ''));
+      // The one that just failed goes last: another registry of the cluster is asked first.
+      this.candidates = [...found.filter((url) => url !== this.failed), ...found.filter((url) => url === this.failed)];
+      return this.candidates.shift();
+    }
+    return this.candidates.shift();
   }
 
   private failOver(base: string, reason: string): void {
     this.warn(`NMOS registry ${base} failed (${reason}); trying the next one`);
     this.current = undefined;
-    this.registered.clear();
+    this.failed = base;
     this.deps.timers.clearTimeout(this.heartbeatTimer);
-    this.deps.onRegistered?.(false);
   }
 
   private async call(method: 'POST' | 'DELETE', base: string, path: string, body?: unknown): Promise<number> {
@@ -157,22 +176,71 @@ export class Registration {
     return answer.status;
   }
 
-  private async reconcile(): Promise<void> {
-    if (this.stopped) return;
-    if (this.current === undefined) {
+  private registeredWith(base: string, how: string): void {
+    this.current = base;
+    this.lastWarning = undefined;
+    this.backoffMs = 0;
+    const snapshot = this.deps.model.snapshot();
+    this.deps.log.info({ event: 'nmos-registered', registry: base, node_id: snapshot.node.id, senders: snapshot.senders.length, how }, `NMOS node registered with ${base} (${how})`);
+    this.scheduleHeartbeat();
+  }
+
+  /**
+   * Chooses a registry (the next of the list). The node held by an earlier registry: the first
+   * request is a heartbeat (200: registered there; 404: registered anew by push). False when
+   * none is left (every one failed: the next round waits, doubling).
+   */
+  private async connect(): Promise<boolean> {
+    if (this.deps.timers.now() < this.retryAt) return false;
+    // At most one list: every registry asked once, then the next round.
+    for (let attempt = 0; ; attempt++) {
       const next = await this.nextRegistry();
       if (next === undefined) {
-        this.deps.onRegistered?.(false);
-        return;
+        if (attempt > 0) {
+          this.backoffMs = Math.min(BACKOFF_MS.max, this.backoffMs === 0 ? BACKOFF_MS.first : this.backoffMs * 2);
+          this.retryAt = this.deps.timers.now() + this.backoffMs;
+        }
+        this.deps.onRegistry?.(false);
+        return false;
       }
-      this.current = next;
+      this.deps.onRegistry?.(true);
+      if (!this.registered.has(this.deps.model.nodeId)) {
+        this.current = next;
+        return true;
+      }
+      let status: number;
+      try {
+        status = await this.call('POST', next, `/health/nodes/${this.deps.model.nodeId}`);
+      } catch (error) {
+        if (!(error instanceof RegistryFailed)) throw error;
+        this.warn(`NMOS registry ${next} failed (${error.message}); trying the next one`);
+        this.failed = next;
+        continue;
+      }
+      if (status === 200) {
+        this.registeredWith(next, 'heartbeat after fail-over');
+      } else {
+        // 404: this registry's cluster does not hold the node; push registers everything.
+        this.registered.clear();
+        this.current = next;
+      }
+      return true;
     }
-    const base = this.current;
-    try {
-      await this.push(base);
-    } catch (error) {
-      if (!(error instanceof RegistryFailed)) throw error;
-      this.failOver(base, error.message);
+  }
+
+  private async reconcile(): Promise<void> {
+    if (this.stopped) return;
+    // Bounded: one fail-over within a round, the next round goes on.
+    for (let round = 0; round < 2; round++) {
+      if (this.current === undefined && !(await this.connect())) return;
+      const base = this.current!;
+      try {
+        await this.push(base);
+        return;
+      } catch (error) {
+        if (!(error instanceof RegistryFailed)) throw error;
+        this.failOver(base, error.message);
+      }
     }
   }
 
@@ -199,19 +267,21 @@ export class Registration {
     }
     for (const [type, resource] of wanted) {
       if (this.registered.get(resource.id)?.version === resource.version) continue;
-      const status = await this.call('POST', base, '/resource', { type, data: resource });
+      let status = await this.call('POST', base, '/resource', { type, data: resource });
+      if (type === 'node' && firstRegistration && status === 200) {
+        // IS-04: a 200 on the first registration means the registry still holds an earlier
+        // record of the node (and maybe stale sub-resources): DELETE it, then register anew.
+        this.deps.log.warn({ event: 'nmos-stale-node', registry: base, node_id: resource.id }, `NMOS registry ${base} already held the node: deleting it and registering again`);
+        await this.call('DELETE', base, `/resource/nodes/${resource.id}`);
+        status = await this.call('POST', base, '/resource', { type, data: resource });
+      }
       if (status !== 200 && status !== 201) {
         this.warn(`NMOS registry ${base} answered ${status} to the ${type} ${resource.id}`);
         if (type === 'node') throw new RegistryFailed(`node refused: HTTP ${status}`);
       }
       this.registered.set(resource.id, { type, version: resource.version });
     }
-    if (firstRegistration) {
-      this.lastWarning = undefined;
-      this.deps.log.info({ event: 'nmos-registered', registry: base, node_id: snapshot.node.id, senders: snapshot.senders.length }, `NMOS node registered with ${base}`);
-      this.deps.onRegistered?.(true);
-      this.scheduleHeartbeat();
-    }
+    if (firstRegistration) this.registeredWith(base, 'registration');
   }
 
   private async heartbeat(): Promise<void> {

@@ -143,8 +143,10 @@ export class NmosModel {
     for (const stream of streams) {
       const ids = this.idsOf(stream.id);
       const { output } = stream;
-      const ifname = this.deps.findInterface(output.interface ?? this.deps.defaultInterface)?.name ?? output.interface;
-      if (ifname !== undefined) interfaceNames.add(ifname);
+      // One binding per leg (IS-05 transport_params), in the legs' order: the interface each sends from.
+      const legInterfaces = [output.interface, ...(output.redundant === undefined ? [] : [output.redundant.interface])];
+      const bindings = legInterfaces.map((name) => this.deps.findInterface(name ?? this.deps.defaultInterface)?.name ?? name);
+      for (const name of bindings) if (name !== undefined) interfaceNames.add(name);
       const tags = { 'urn:x-audio-engine:id': [stream.id] };
       sources.push(this.stamp(ids.source, {
         id: ids.source, label: stream.name, description: `audio of ${stream.id}`, tags, caps: {}, device_id: this.deviceId, parents: [], clock_name: 'clk0',
@@ -161,7 +163,7 @@ export class NmosModel {
         flow_id: ids.flow, device_id: this.deviceId,
         transport: isMulticast(output.host) ? 'urn:x-nmos:transport:rtp.mcast' : 'urn:x-nmos:transport:rtp.ucast',
         manifest_href: `${base}/x-nmos/connection/${CONNECTION_API_VERSION}/single/senders/${ids.sender}/transportfile`,
-        interface_bindings: ifname === undefined ? [] : [ifname],
+        interface_bindings: bindings.filter((name) => name !== undefined),
         subscription: { receiver_id: this.deps.receiverOf?.(ids.sender) ?? null, active: stream.live },
       }));
       outputs.set(ids.sender, stream);

@@ -7,6 +7,14 @@
 
 export const SAMPLE_RATE = 48_000;
 
+/**
+ * The UDP port every output leg sends from (udpsink's bind-port), so the Connection API can say
+ * which it is (IS-05 source_port). Above Linux's ephemeral range (32768-60999), so no socket the
+ * kernel numbers takes it; udpsink binds it with SO_REUSEADDR/SO_REUSEPORT (GLib), so every
+ * child and both legs share it. Nothing is received on it.
+ */
+export const RTP_SOURCE_PORT = 61004;
+
 /** The packet times an output may have, ms, with the samples each packet carries at 48 kHz. */
 export const PTIME_SAMPLES = { 0.125: 6, 0.25: 12, 0.333: 16, 1: 48, 4: 192 } as const;
 export type Ptime = keyof typeof PTIME_SAMPLES;

@@ -35,6 +35,7 @@ void t.test('the lines in the AES67 order, CRLF throughout', async (t) => {
       'a=framecount:48',
       'a=ts-refclk:ptp=IEEE1588-2008:1E-C2-9E-FF-FE-22-5E-6A:0',
       'a=mediaclk:direct=0',
+      'a=source-filter: incl IN IP4 239.69.1.1 10.67.0.2',
       '',
     ].join('\r\n'),
   );
@@ -51,6 +52,7 @@ void t.test('unicast has no TTL; L16, mono, 0.333 ms and the other reference clo
   t.match(sdp, /^a=ptime:0\.333$/m);
   t.match(sdp, /^a=framecount:16$/m);
   t.match(sdp, /^a=ts-refclk:localmac=92-8A-8B-50-C0-93$/m);
+  t.notMatch(sdp, /source-filter/, 'unicast: no source filter');
   t.match(writeSdp({ ...stream, channels: 8, refclk: { kind: 'ptp-traceable' } }), /i=8 channels: 1, 2, 3, 4, 5, 6, 7, 8\r\n[\s\S]*a=ts-refclk:ptp=IEEE1588-2008:traceable\r\n/);
 });
 
@@ -80,4 +82,17 @@ void t.test('session id stable per pipeline; version grows on every change, neve
 void t.test('clock identities', async (t) => {
   t.equal(eui64ForSdp('1ec29e.fffe.225e6a'), '1E-C2-9E-FF-FE-22-5E-6A');
   t.throws(() => eui64ForSdp('nope'));
+});
+
+void t.test('ST 2022-7: each media section names its own leg\'s interface in ts-refclk localmac', async (t) => {
+  const sdp = writeSdp({
+    ...stream,
+    refclk: { kind: 'localmac', mac: '02:00:00:00:00:01' },
+    redundant: { destination: '239.69.2.1', ttl: 16, port: 5004, origin: '10.68.0.2', refclk: { kind: 'localmac', mac: '02:00:00:00:00:02' } },
+  });
+  const [, primary, secondary] = sdp.split(/\r\nm=audio /);
+  t.match(primary, /a=ts-refclk:localmac=02-00-00-00-00-01\r\n/, 'the first leg: its interface');
+  t.notMatch(primary, /localmac=02-00-00-00-00-02/);
+  t.match(secondary, /a=ts-refclk:localmac=02-00-00-00-00-02\r\n/, 'the second leg: its own interface');
+  t.match(secondary, /a=source-filter: incl IN IP4 239\.69\.2\.1 10\.68\.0\.2\r\n/);
 });

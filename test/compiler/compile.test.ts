@@ -25,7 +25,7 @@ void t.test('the exact argv of the interface example', async (t) => {
     '!', 'l24pack', 'name=outconvert',
     '!', 'rtpL24pay', 'name=pay', 'pt=96', 'min-ptime=1000000', 'max-ptime=1000000',
     '!', 'rtpbatch', 'name=batch', 'packets=1', 'media-clock=true',
-    '!', 'udpsink', 'name=out', 'host=239.69.1.1', 'port=5004', 'ttl-mc=16', 'auto-multicast=true', 'qos-dscp=34', 'sync=true', 'processing-deadline=0', 'async=false',
+    '!', 'udpsink', 'name=out', 'host=239.69.1.1', 'port=5004', 'ttl-mc=16', 'auto-multicast=true', 'qos-dscp=34', 'sync=true', 'processing-deadline=0', 'async=false', 'bind-port=61004',
     'pipelinestats', 'name=stats', 'interval=1000000000', 'source=src', 'payloader=pay', 'sink=out',
     'srtaccess', 'name=access', 'source=src',
     'enginecontrol', 'name=control', 'fd=4',

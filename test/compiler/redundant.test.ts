@@ -27,8 +27,8 @@ void t.test('a tee after rtpbatch, one udpsink per leg', async (t) => {
   t.same(argv.slice(from, to), [
     'rtpbatch', 'name=batch', 'packets=1', 'media-clock=true',
     '!', 'tee', 'name=legs',
-    '!', 'udpsink', 'name=out', 'host=239.69.1.1', 'port=5004', 'ttl-mc=8', 'multicast-iface=eth0', 'auto-multicast=true', 'qos-dscp=46', 'sync=true', 'processing-deadline=0', 'async=false',
-    'legs.', '!', 'udpsink', 'name=out2', 'host=239.69.2.1', 'port=5004', 'ttl-mc=8', 'multicast-iface=eth1', 'auto-multicast=true', 'qos-dscp=46', 'sync=true', 'processing-deadline=0', 'async=false',
+    '!', 'udpsink', 'name=out', 'host=239.69.1.1', 'port=5004', 'ttl-mc=8', 'multicast-iface=eth0', 'auto-multicast=true', 'qos-dscp=46', 'sync=true', 'processing-deadline=0', 'async=false', 'bind-port=61004',
+    'legs.', '!', 'udpsink', 'name=out2', 'host=239.69.2.1', 'port=5004', 'ttl-mc=8', 'multicast-iface=eth1', 'auto-multicast=true', 'qos-dscp=46', 'sync=true', 'processing-deadline=0', 'async=false', 'bind-port=61004',
   ]);
   const stdin = compilePipeline({ ...spec, input: { type: 'stdin' } } as never, OPTIONS);
   t.ok(stdin.includes('name=out2'));

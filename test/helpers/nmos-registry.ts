@@ -4,7 +4,9 @@
  * Every POSTed body is validated against registrationapi-resource-post-request.json (the official
  * schema, which checks `data` against the resource's own schema); invalid ones are answered 400
  * and recorded. Heartbeats are recorded with the time they arrived; forget() drops every resource
- * so the next heartbeat gets a 404.
+ * so the next heartbeat gets a 404. Registries given the same `resources` map are one cluster
+ * (a node registered with one is known to the others); setUnavailable(true) answers 503 to
+ * every request (a failed registry of the cluster).
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -27,6 +29,7 @@ export interface TestRegistry {
   invalid: string[];
   events: RegistryEvent[];
   forget(): void;
+  setUnavailable(on: boolean): void;
   close(): Promise<void>;
 }
 
@@ -39,9 +42,9 @@ function readBody(request: IncomingMessage): Promise<string> {
   });
 }
 
-export async function startTestRegistry(host = '127.0.0.1'): Promise<TestRegistry> {
+export async function startTestRegistry(host = '127.0.0.1', resources = new Map<string, Map<string, Record<string, unknown>>>()): Promise<TestRegistry> {
   const schemas = nmosSchemas('is-04');
-  const resources = new Map<string, Map<string, Record<string, unknown>>>();
+  let unavailable = false;
   const heartbeats: number[] = [];
   const invalid: string[] = [];
   const events: RegistryEvent[] = [];
@@ -56,6 +59,7 @@ export async function startTestRegistry(host = '127.0.0.1'): Promise<TestRegistr
   const handle = async (request: IncomingMessage, response: ServerResponse): Promise<number> => {
     const url = request.url ?? '';
     const text = await readBody(request);
+    if (unavailable) return answer(response, 503, { code: 503, error: 'unavailable', debug: null });
     if (request.method === 'POST' && url === `${BASE}/resource`) {
       let body: unknown;
       try {
@@ -109,6 +113,9 @@ export async function startTestRegistry(host = '127.0.0.1'): Promise<TestRegistr
     invalid,
     events,
     forget: () => resources.clear(),
+    setUnavailable: (on) => {
+      unavailable = on;
+    },
     close: () => new Promise<void>((resolve) => {
       server.closeAllConnections();
       server.close(() => resolve());
