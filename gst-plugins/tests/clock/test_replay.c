@@ -4,7 +4,7 @@
  *   test-clock-replay [--jitter S] [--ppm P] [--drift-from S] [--drift-tol PPM]
  *                     [--pitch-tol PPM] [--drift-known-from S] [--drift-only]
  *                     [--trace] [--warmup S] [--stall AT:LEN]...
- *                     [--settle-by S --settle-to MS] FILE...
+ *                     [--settle-by S --settle-to MS] [--ceiling S] FILE...
  *
  *   --jitter S      the bridge's target (default 0.05 s: the engine's
  *                   default engine.jitter_ms)
@@ -28,6 +28,10 @@
  *   --settle-by S --settle-to MS  from S s on the setpoint is at most MS
  *                   ms: a depth learnt from the chaos is not kept once the
  *                   input is steady
+ *   --ceiling S     the setpoint's ceiling (clock_bridge_set_ceiling, the
+ *                   element's jitter-max): the setpoint never above it
+ *                   (checked), its hits and the underruns at it printed
+ *                   and at least one hit asked for
  *   --trace         every TRACE_S of the output clock: the reported drift
  *                   against the arrivals' own lower envelope (the earliest
  *                   offset t - input seconds of the last TRACE_S, ms, from
@@ -88,6 +92,7 @@ static int drift_only, trace;
 static double warmup_s = 10.0, settle_by_s = -1.0, settle_to_s = 0.0;
 static double stall_at[MAX_STALLS], stall_len[MAX_STALLS];
 static unsigned n_stalls;
+static double ceiling_s;
 
 /* --stall: a write due in a stall arrives at its end */
 static double
@@ -178,6 +183,7 @@ replay (const char *path)
   for (size_t k = 0; k < (size_t) largest * 2; k++)
     in[k] = LEVEL;
   b = clock_bridge_new (2, RATE, target_s, 0);
+  clock_bridge_set_ceiling (b, ceiling_s);
   end = w[n - 1].t;
   while (t_out < end) {
     double due = t_out + (double) CHUNK / RATE;
@@ -243,6 +249,9 @@ replay (const char *path)
       if (p > pitch_max)
         pitch_max = p;
     }
+    if (ceiling_s > 0 && st.setpoint_s > ceiling_s + 1e-9 && failures < 100)
+      CHECK (0, "%s: setpoint %.1f ms above the ceiling at %.1f s", name,
+          st.setpoint_s * 1e3, t_out);
     if (settle_by_s >= 0 && t_out >= settle_by_s
         && st.setpoint_s > settle_max)
       settle_max = st.setpoint_s;
@@ -287,6 +296,12 @@ replay (const char *path)
   }
   CHECK (max_drift <= drift_tol_ppm, "%s: drift off by %.2f ppm from %.0f s "
       "on (truth %+.0f)", name, max_drift, drift_from_s, sender_ppm);
+  if (ceiling_s > 0) {
+    printf ("%-22s ceiling %.1f ms: %llu hits, %llu underruns at it\n", name,
+        st.ceiling_s * 1e3, (unsigned long long) st.ceiling_hits,
+        (unsigned long long) st.ceiling_underruns);
+    CHECK (st.ceiling_hits > 0, "%s: the ceiling was never hit", name);
+  }
   if (settle_by_s >= 0) {
     printf ("%-22s setpoint from %.0f s on at most %.1f ms (bound %.1f)\n",
         name, settle_by_s, settle_max * 1e3, settle_to_s * 1e3);
@@ -312,6 +327,8 @@ main (int argc, char **argv)
       drift_only = 1;
     else if (strcmp (argv[k], "--trace") == 0)
       trace = 1;
+    else if (k + 1 < argc && strcmp (argv[k], "--ceiling") == 0)
+      ceiling_s = atof (argv[++k]);
     else if (k + 1 < argc && strcmp (argv[k], "--warmup") == 0)
       warmup_s = atof (argv[++k]);
     else if (k + 1 < argc && strcmp (argv[k], "--settle-by") == 0)
@@ -344,7 +361,8 @@ main (int argc, char **argv)
     fprintf (stderr, "usage: test-clock-replay [--jitter S] [--ppm P] "
         "[--drift-from S] [--drift-tol PPM] [--pitch-tol PPM] "
         "[--drift-known-from S] [--drift-only] [--trace] [--warmup S] "
-        "[--stall AT:LEN]... [--settle-by S --settle-to MS] FILE...\n");
+        "[--stall AT:LEN]... [--settle-by S --settle-to MS] [--ceiling S] "
+        "FILE...\n");
     return 2;
   }
   for (; k < argc; k++)
