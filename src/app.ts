@@ -211,6 +211,7 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
     packetsPerSend: config.engine.rtp_packets_per_send,
     clockSource: config.clock.source,
     jitterMs: config.engine.jitter_ms,
+    jitterMaxMs: config.engine.jitter_max_ms,
   };
   const pipelines = new PipelineRegistry({
     store: new PipelineStore(config.stateDir),

@@ -75,6 +75,8 @@ export interface CompilableSpec {
   fallbackFile?: string;
   processing: PipelineSpec['processing'];
   output: PipelineSpec['output'];
+  /** The ceiling of the bridge's setpoint (absent: engine.jitter_max_ms). */
+  jitter_max_ms?: PipelineSpec['jitter_max_ms'];
 }
 
 export interface CompileOptions {
@@ -95,6 +97,8 @@ export interface CompileOptions {
   clockSource: string;
   /** config engine.jitter_ms: the bridge's target FIFO fill. */
   jitterMs: number;
+  /** config engine.jitter_max_ms: the ceiling of the bridge's setpoint (a pipeline's jitter_max_ms first); absent: the element's own (jitter + 0.5 s). */
+  jitterMaxMs?: number;
 }
 
 const MS = 1_000_000; // ns per ms
@@ -410,6 +414,8 @@ export function compilePipeline(spec: CompilableSpec, options: CompileOptions): 
       name: 'bridge',
       'clock-source': options.clockSource,
       jitter: options.jitterMs * MS,
+      // The setpoint's ceiling: the bound of the bridge's part of the latency.
+      'jitter-max': (spec.jitter_max_ms ?? options.jitterMaxMs ?? 0) * MS || undefined,
       chunk: options.packetsPerSend * MS,
       interval,
       // The input meter: `level` messages, as GStreamer's level after the bridge posted them.

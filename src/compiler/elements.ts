@@ -67,6 +67,7 @@ export const ELEMENTS = {
     name,
     'clock-source': { kind: 'clock-source' },
     jitter: int(5_000_000, 500_000_000),
+    'jitter-max': int(10_000_000, 2_500_000_000),
     chunk: int(1_000_000, 20_000_000),
     interval: int(10_000_000, I64_NS),
     // Its `level` messages, the input meter (GStreamer's level's figures).

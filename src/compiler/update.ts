@@ -11,7 +11,7 @@
  *   `drop=true` before its sink) and an enabled one without any valve, so the graph of an
  *   output that sends is the same as without the flags.
  * - `restart`: anything the graph is built from changed (input, output, steps added, removed or
- *   reordered); the child starts again with the new argv.
+ *   reordered, the bridge's `jitter_max_ms`); the child starts again with the new argv.
  */
 import { isIP } from 'node:net';
 import { isIpLiteral, isMulticast } from '../spec/host.js';
@@ -137,6 +137,8 @@ export function planUpdate(prev: CompilableSpec, next: CompilableSpec): UpdatePl
   if (!sameObject(prev.input, next.input)) reasons.push('input');
   if (!same(prev.backup ?? null, next.backup ?? null)) reasons.push('backup');
   if (!same(prev.fallback ?? null, next.fallback ?? null)) reasons.push('fallback');
+  // the bridge's ceiling is set before READY
+  if (prev.jitter_max_ms !== next.jitter_max_ms) reasons.push('jitter_max_ms');
   const outputLive = sameObject(prev.output, next.output) ? [] : outputAssignments(prev.output, next.output);
   if (outputLive === undefined) reasons.push('output');
   if (prev.processing.length !== next.processing.length) reasons.push('processing steps added or removed');

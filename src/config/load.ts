@@ -82,6 +82,9 @@ export function checkConfig(document: unknown, file: string): LoadedConfig {
       throw error;
     }
   });
+  if (config.engine.jitter_max_ms < config.engine.jitter_ms) {
+    throw new ConfigError(`${file}: engine.jitter_max_ms = ${config.engine.jitter_max_ms} is below engine.jitter_ms = ${config.engine.jitter_ms}: the ceiling must hold the reserve`);
+  }
   const stateDir = path.resolve(path.dirname(file), config.engine.state_dir);
   const fallbackDir = path.resolve(path.dirname(file), config.engine.fallback_dir);
   return deepFreeze({ ...config, file, stateDir, fallbackDir });

@@ -58,6 +58,13 @@ export const EngineConfig = Type.Object(
      * against input jitter, and part of the sender-to-RTP latency (docs/clock.md).
      */
     jitter_ms: Type.Integer({ minimum: 5, maximum: 500, default: 50 }),
+    /**
+     * Ceiling of each pipeline's jitter buffer setpoint (jitter_ms + the depth the input's pattern
+     * and lateness ask for), ms: the bound of the bridge's part of the latency. At it the bridge
+     * keeps no more: later input runs it dry (inserted silence), counted (docs/clock.md).
+     * At least jitter_ms; a pipeline's own `jitter_max_ms` overrides it.
+     */
+    jitter_max_ms: Type.Integer({ minimum: 10, maximum: 2500, default: 300 }),
   },
   { ...strict, default: {} },
 );

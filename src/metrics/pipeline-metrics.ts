@@ -99,6 +99,14 @@ export function registerPipelineMetrics(registry: Registry, pipelines: Supervise
     bridge((c) => c.driftPpm));
   gauge('audio_engine_pipeline_jitter_buffer_seconds', 'Fill of the jitter buffer (clock bridge FIFO, time average), seconds; held at engine.jitter_ms + the input\'s packet saw-tooth depth; NaN without a report of a running child.', ['pipeline_id'],
     bridge((c) => c.fillSeconds));
+  gauge('audio_engine_pipeline_jitter_depth_seconds', 'The jitter buffer\'s setpoint above its reserve (engine.jitter_ms), seconds: the depth the input\'s packet pattern and lateness ask for; at rest about half a packet, above 25 ms the latency is above SRT latency + jitter_ms + 25 ms; NaN without a report of a running child or from an element that does not say.', ['pipeline_id'],
+    bridge((c) => c.depthSeconds ?? Number.NaN));
+  gauge('audio_engine_pipeline_jitter_ceiling_seconds', 'Ceiling of the jitter buffer\'s setpoint (engine.jitter_max_ms or the pipeline\'s jitter_max_ms), seconds; NaN without a report of a running child or from an element that does not say.', ['pipeline_id'],
+    bridge((c) => c.ceilingSeconds ?? Number.NaN));
+  counter('audio_engine_pipeline_jitter_ceiling_hits_total', 'Times the input asked the jitter buffer for a depth above its ceiling (held at it instead), since the pipeline was loaded (all children).', ['pipeline_id'],
+    (id, s) => [[{ pipeline_id: id }, s.counts().bridgeCeilingHits]]);
+  counter('audio_engine_pipeline_jitter_ceiling_underruns_total', 'Underruns while the jitter buffer was held at its ceiling (input later than the ceiling allows: silence inserted), since the pipeline was loaded (all children).', ['pipeline_id'],
+    (id, s) => [[{ pipeline_id: id }, s.counts().bridgeCeilingUnderruns]]);
   counter('audio_engine_pipeline_jitter_buffer_underruns_total', 'Times the jitter buffer ran empty (silence sent), once per episode, since the pipeline was loaded (all children).', ['pipeline_id'],
     (id, s) => [[{ pipeline_id: id }, s.counts().bridgeUnderruns]]);
   counter('audio_engine_pipeline_realtime_demotions_total', 'Real-time threads (clock bridge output or input) that ran 200 ms of CPU without blocking and were moved to SCHED_OTHER instead of the child being ended, since the pipeline was loaded (all children): a host too short of CPU for its pipelines, or a spinning element.', ['pipeline_id'],

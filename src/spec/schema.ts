@@ -159,6 +159,8 @@ export const PipelineSpec = Type.Object(
     processing: Type.Array(ProcessingStep, { maxItems: 32, default: [] }),
     output: RtpOutput,
     priority: PriorityField,
+    // The ceiling of the clock bridge's setpoint for this pipeline (docs/clock.md); absent: engine.jitter_max_ms.
+    jitter_max_ms: Type.Optional(Type.Integer({ minimum: 10, maximum: 2500, description: 'ceiling of the jitter buffer setpoint (reserve + the depth the input asks for), ms; absent: engine.jitter_max_ms' })),
   },
   strict,
 );

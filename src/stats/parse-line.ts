@@ -77,6 +77,15 @@ export interface ClockBridgeEvent {
   fillSeconds: number;
   targetSeconds: number;
   setpointSeconds: number;
+  /**
+   * The setpoint above the target (the depth the input's pattern and lateness ask for) and the
+   * setpoint's ceiling (jitter-max), seconds; episodes of a depth asked above the ceiling and
+   * underruns while held at it, since the child started. Undefined from an element without them.
+   */
+  depthSeconds?: number;
+  ceilingSeconds?: number;
+  ceilingHits?: number;
+  ceilingUnderruns?: number;
   /** Cumulative since the child started. */
   underruns: number;
   overruns: number;
@@ -268,6 +277,12 @@ export function parseLine(line: string): StatsEvent | undefined {
       const outputRealtime = structure.fields.get('output-realtime');
       const inputRealtime = structure.fields.get('input-realtime');
       const realtimeDemotions = num(structure, 'realtime-demotions');
+      const depth = {
+        depthSeconds: num(structure, 'depth'),
+        ceilingSeconds: num(structure, 'ceiling'),
+        ceilingHits: num(structure, 'ceiling-hits'),
+        ceilingUnderruns: num(structure, 'ceiling-underruns'),
+      };
       return {
         kind: 'clockbridge',
         element,
@@ -282,6 +297,8 @@ export function parseLine(line: string): StatsEvent | undefined {
         ...(typeof outputRealtime === 'boolean' ? { outputRealtime } : {}),
         ...(typeof inputRealtime === 'boolean' ? { inputRealtime } : {}),
         ...(realtimeDemotions === undefined ? {} : { realtimeDemotions }),
+        // since the element's ceiling (jitter-max); absent = unknown
+        ...Object.fromEntries(Object.entries(depth).filter(([, v]) => v !== undefined)),
         ...failoverState(structure),
       };
     }

@@ -100,16 +100,19 @@ export interface PipelineCounts {
   bridgeInsertedSilence: number;
   /** Real-time threads the clock bridge's guard moved to SCHED_OTHER. */
   bridgeRealtimeDemotions: number;
+  /** Episodes of a depth asked above the bridge's ceiling, and underruns while held at it. */
+  bridgeCeilingHits: number;
+  bridgeCeilingUnderruns: number;
 }
 
 type CountName = keyof PipelineCounts;
 const COUNT_NAMES: readonly CountName[] = [
   'srtPacketsReceived', 'srtPacketsLost', 'srtPacketsRetransmitted', 'srtPacketsDropped', 'srtBytesReceived', 'outputPackets', 'outputBytes',
-  'bridgeUnderruns', 'bridgeOverruns', 'bridgeInsertedSilence', 'bridgeRealtimeDemotions',
+  'bridgeUnderruns', 'bridgeOverruns', 'bridgeInsertedSilence', 'bridgeRealtimeDemotions', 'bridgeCeilingHits', 'bridgeCeilingUnderruns',
 ];
 const zeroCounts = (): PipelineCounts => ({
   srtPacketsReceived: 0, srtPacketsLost: 0, srtPacketsRetransmitted: 0, srtPacketsDropped: 0, srtBytesReceived: 0, outputPackets: 0, outputBytes: 0,
-  bridgeUnderruns: 0, bridgeOverruns: 0, bridgeInsertedSilence: 0, bridgeRealtimeDemotions: 0,
+  bridgeUnderruns: 0, bridgeOverruns: 0, bridgeInsertedSilence: 0, bridgeRealtimeDemotions: 0, bridgeCeilingHits: 0, bridgeCeilingUnderruns: 0,
 });
 
 /** The current values of one loudness step (LoudnessEvent without kind and element). */
@@ -139,6 +142,12 @@ export interface ClockReport {
   jitter_target_seconds: number;
   /** The average fill the bridge keeps: the target + the depth of the input's packet saw-tooth. */
   jitter_setpoint_seconds: number;
+  /** The setpoint above the target (what the input's pattern and lateness ask for), seconds; null from an element that does not say. */
+  jitter_depth_seconds: number | null;
+  /** The setpoint's ceiling (engine.jitter_max_ms or the pipeline's jitter_max_ms), seconds; null when not said. */
+  jitter_ceiling_seconds: number | null;
+  /** Times the input asked for a depth above the ceiling, all children. */
+  ceiling_hits: number;
   underruns: number;
   overruns: number;
   /** Silence the output carried while the input was late (an underrun it came back from within 1 s), seconds, all children. */
@@ -332,6 +341,10 @@ export class PipelineStats {
     if (Number.isFinite(inserted) && inserted >= this.current.bridgeInsertedSilence) this.current.bridgeInsertedSilence = inserted;
     const demoted = event.realtimeDemotions;
     if (demoted !== undefined && Number.isFinite(demoted) && demoted >= this.current.bridgeRealtimeDemotions) this.current.bridgeRealtimeDemotions = demoted;
+    const hits = event.ceilingHits;
+    if (hits !== undefined && Number.isFinite(hits) && hits >= this.current.bridgeCeilingHits) this.current.bridgeCeilingHits = hits;
+    const atCeiling = event.ceilingUnderruns;
+    if (atCeiling !== undefined && Number.isFinite(atCeiling) && atCeiling >= this.current.bridgeCeilingUnderruns) this.current.bridgeCeilingUnderruns = atCeiling;
   }
 
   /** Every count summed over the pipeline's life. */
@@ -426,6 +439,9 @@ export class PipelineStats {
       jitter_buffer_seconds: Math.round(c.fillSeconds * 1e5) / 1e5,
       jitter_target_seconds: Math.round(c.targetSeconds * 1e5) / 1e5,
       jitter_setpoint_seconds: Math.round(c.setpointSeconds * 1e5) / 1e5,
+      jitter_depth_seconds: c.depthSeconds === undefined ? null : Math.round(c.depthSeconds * 1e5) / 1e5,
+      jitter_ceiling_seconds: c.ceilingSeconds === undefined ? null : Math.round(c.ceilingSeconds * 1e5) / 1e5,
+      ceiling_hits: this.base.bridgeCeilingHits + this.current.bridgeCeilingHits,
       // Summed over the pipeline's children, like the metrics' counters.
       underruns: this.base.bridgeUnderruns + this.current.bridgeUnderruns,
       overruns: this.base.bridgeOverruns + this.current.bridgeOverruns,

@@ -10,6 +10,7 @@ import { ControlChannel, ControlFailure, type Assignment } from './control-chann
 import { classifyExit, PREROLL_FAILED, type SupervisorKill } from './exit.js';
 import { parseLine, type ClockBridgeEvent, type FailoverEvent, type SrtAccessEvent } from '../stats/parse-line.js';
 import { describeUnderrun, underrunBetween } from '../stats/underruns.js';
+import { depthBetween, describeDepth } from '../stats/depth.js';
 import { describeFailover, failoverReport } from '../stats/failovers.js';
 import { SrtCallerLog } from '../stats/srt-callers.js';
 import { PipelineStats } from '../stats/pipeline-stats.js';
@@ -385,7 +386,12 @@ export class PipelineSupervisor {
   /** Underruns of the clock bridge since its previous report: one log line with their length and cause. */
   private reportUnderruns(event: ClockBridgeEvent): void {
     const report = underrunBetween(this.lastBridge, event);
+    const depth = depthBetween(this.lastBridge, event);
     this.lastBridge = event;
+    if (depth !== undefined) {
+      this.log[depth.state === 'back' ? 'info' : 'warn']({ event: 'jitter-depth', ...depth }, `${this.label}: ${describeDepth(depth)}`);
+      this.note(describeDepth(depth));
+    }
     if (report === undefined) return;
     this.log.warn({ event: 'underrun', ...report }, `${this.label}: ${describeUnderrun(report)}`);
     this.note(describeUnderrun(report));

@@ -88,6 +88,11 @@ void t.test('the clock bridge takes the clock source and jitter of the configura
     t.ok(compilePipeline(parsePipelineSpec(EXAMPLE), { ...OPTIONS, clockSource }).includes(`clock-source=${clockSource}`), clockSource);
   }
   t.ok(compilePipeline(parsePipelineSpec(EXAMPLE), { ...OPTIONS, jitterMs: 500 }).includes('jitter=500000000'));
+  // the setpoint's ceiling: the engine's, a pipeline's own first, none without either
+  t.ok(compilePipeline(parsePipelineSpec(EXAMPLE), { ...OPTIONS, jitterMaxMs: 300 }).includes('jitter-max=300000000'));
+  t.ok(compilePipeline(parsePipelineSpec({ ...EXAMPLE, jitter_max_ms: 120 }), { ...OPTIONS, jitterMaxMs: 300 }).includes('jitter-max=120000000'));
+  t.notOk(compilePipeline(parsePipelineSpec(EXAMPLE), OPTIONS).some((token) => token.startsWith('jitter-max=')));
+  t.throws(() => compilePipeline(parsePipelineSpec(EXAMPLE), { ...OPTIONS, jitterMaxMs: 2501 }), UnsafeValueError, 'ceiling above 2.5 s');
   for (const clockSource of ['', 'monotonic', '/dev/sda', '/dev/ptp0 ! fakesink', 'tai\n']) {
     t.throws(() => compilePipeline(parsePipelineSpec(EXAMPLE), { ...OPTIONS, clockSource }), UnsafeValueError, JSON.stringify(clockSource));
   }

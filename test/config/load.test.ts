@@ -43,6 +43,8 @@ const bad: [string, unknown, string][] = [
   ['station harbor on rest port', { server: { rest_port: 8100 }, stations: [{ id: 's', number: 1, name: 'A', output: { type: 'rtp', host: '127.0.0.1', port: 5004 } }] }, 'stations.0.number = 1 gives harbor port 8100, the same port as server.rest_port'],
   ['jitter too small', { engine: { jitter_ms: 4 } }, 'engine.jitter_ms must be >= 5'],
   ['jitter too large', { engine: { jitter_ms: 501 } }, 'engine.jitter_ms must be <= 500'],
+  ['jitter ceiling too large', { engine: { jitter_max_ms: 2501 } }, 'engine.jitter_max_ms must be <= 2500'],
+  ['jitter ceiling below the reserve', { engine: { jitter_ms: 200, jitter_max_ms: 100 } }, 'engine.jitter_max_ms = 100 is below engine.jitter_ms = 200'],
   ['clock source free text', { clock: { source: 'tai ! fakesink' } }, 'clock.source must be "tai", "realtime" or a PTP hardware clock "/dev/ptpN"; got "tai ! fakesink"'],
   ['clock source other device', { clock: { source: '/dev/sda' } }, 'clock.source must be "tai", "realtime" or a PTP hardware clock "/dev/ptpN"; got "/dev/sda"'],
   ['clock source not a string', { clock: { source: 1 } }, 'clock.source must be string'],
@@ -63,6 +65,7 @@ void t.test('clock and jitter defaults; each clock source form is accepted', asy
   const defaults = checkConfig({}, 'c.toml');
   t.equal(defaults.clock.source, 'tai');
   t.equal(defaults.engine.jitter_ms, 50);
+  t.equal(defaults.engine.jitter_max_ms, 300);
   for (const source of ['tai', 'realtime', '/dev/ptp0', '/dev/ptp12']) t.equal(checkConfig({ clock: { source } }, 'c.toml').clock.source, source);
 });
 

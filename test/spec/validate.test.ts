@@ -61,6 +61,8 @@ const cases: [string, unknown, string][] = [
   ['empty name', withField((s) => { s.name = ''; }), 'body/name must NOT have fewer than 1 characters'],
   ['long name', withField((s) => { s.name = 'x'.repeat(129); }), 'body/name must NOT have more than 128 characters'],
   ['name with a newline', withField((s) => { s.name = 'a\nb'; }), 'body/name has characters that are not allowed'],
+  ['jitter ceiling too small', withField((s) => { Object.assign(s, { jitter_max_ms: 5 }); }), 'body/jitter_max_ms must be >= 10'],
+  ['jitter ceiling not an integer', withField((s) => { Object.assign(s, { jitter_max_ms: '300' }); }), 'body/jitter_max_ms must be integer'],
   ['name missing', withField((s) => { delete (s as Partial<typeof s>).name; }), 'body/name is required'],
   ['not an object', 'hello', 'body must be object'],
   ['nothing', undefined, 'body must be object'],

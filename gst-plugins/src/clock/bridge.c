@@ -30,6 +30,7 @@ struct ClockBridge
   size_t splice_len, splice_pos;
   size_t settle_left;           /* output frames left in the settle window */
   uint64_t underruns, overruns, frames_in, frames_out;
+  uint64_t ceiling_underruns;   /* underruns while D was at its ceiling */
   /* the fill as a function of time (see advance_to): its value at the last
    * event, the time of that event, the area under it since the last read */
   double cont_fill, cont_t, area, area_t0;
@@ -90,6 +91,18 @@ clock_bridge_new (unsigned channels, unsigned rate, double target_s,
     b->loop.max_u = CLOCK_BRIDGE_PACED_MAX_U;
   b->ratio = 1.0;
   return b;
+}
+
+void
+clock_bridge_set_ceiling (ClockBridge * b, double ceiling_s)
+{
+  double most = CLOCK_BRIDGE_MAX_DEPTH_S;
+
+  if (b->paced)
+    return;
+  if (ceiling_s > 0.0 && ceiling_s - (double) b->target / b->rate < most)
+    most = ceiling_s - (double) b->target / b->rate;
+  clock_depth_set_max (&b->depth, most);
 }
 
 void
@@ -186,11 +199,11 @@ clock_bridge_flush (ClockBridge * b)
   b->ratio = 1.0 + b->loop.integ;
 }
 
-/* the largest depth kept below the average fill */
+/* the largest depth kept below the average fill (the ceiling) */
 static double
 max_depth_s (const ClockBridge * b)
 {
-  return b->paced ? CLOCK_BRIDGE_PACED_MAX_DEPTH_S : CLOCK_BRIDGE_MAX_DEPTH_S;
+  return b->depth.max_s;
 }
 
 /* a write of frames at t in the packet pattern, and what the bridge learns
@@ -480,7 +493,12 @@ clock_bridge_read (ClockBridge * b, float *out, size_t frames, double t)
      * only act through the proportional part, for as long as they last */
     if (!b->paced && clock_drift_ready (&b->drift))
       b->loop.integ = clock_drift_rate (&b->drift);
-    b->ratio = clock_loop_update (&b->loop, avg, (double) frames / b->rate);
+    /* a falling depth: the output plays that much faster, so the fill
+     * follows the setpoint down instead of lagging it (the loop alone
+     * follows a ramp of r s per s r / (2 w) behind: 20 ms at 2 ms per s,
+     * far enough from the setpoint that no window is measured) */
+    b->ratio = clock_loop_update (&b->loop, avg, (double) frames / b->rate) +
+        clock_depth_fall_rate (&b->depth);
   }
   b->area = 0.0;
   b->area_t0 = t;
@@ -525,6 +543,8 @@ clock_bridge_read (ClockBridge * b, float *out, size_t frames, double t)
         b->drained = 1;
       } else {
         b->underruns++;
+        if (clock_depth_at_max (&b->depth))
+          b->ceiling_underruns++;
         b->refill = 1;
         b->refill_frames = 0;
       }
@@ -572,6 +592,7 @@ clock_bridge_stats (const ClockBridge * b, ClockBridgeStats * s)
   s->packet_s = (double) clock_packets_size (&b->packets) / b->rate;
   s->setpoint_s = setpoint_s (b);
   s->ratio = b->ratio;
+  s->relax_rate = b->running ? clock_depth_fall_rate (&b->depth) : 0.0;
   s->underruns = b->underruns;
   s->overruns = b->overruns;
   s->running = b->running;
@@ -579,4 +600,8 @@ clock_bridge_stats (const ClockBridge * b, ClockBridgeStats * s)
   s->frames_out = b->frames_out;
   s->inserted_s = (double) b->late_frames / b->rate;
   s->last_gap_s = b->last_gap_s;
+  s->depth_s = s->setpoint_s - s->target_s;
+  s->ceiling_s = s->target_s + max_depth_s (b);
+  s->ceiling_hits = clock_depth_limited (&b->depth);
+  s->ceiling_underruns = b->ceiling_underruns;
 }

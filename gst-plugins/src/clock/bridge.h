@@ -15,8 +15,11 @@
  * (packets.h).  The fill is a saw-tooth; the loop keeps its average at the
  * setpoint target + D, D the saw-tooth's depth below its average (depth.h:
  * a quantile of the fill just before each packet, against the loop's
- * average, peak-hold, falling slowly; max(P, G) x CLOCK_BRIDGE_DEPTH_GUESS
- * before the first window, at most CLOCK_BRIDGE_MAX_DEPTH_S).  So the
+ * average, peak-hold, falling back toward the input's depth once it has
+ * been steady, the output then playing faster by the fall rate so that
+ * the fill follows; max(P, G) x CLOCK_BRIDGE_DEPTH_GUESS before the first
+ * window, at most CLOCK_BRIDGE_MAX_DEPTH_S or the ceiling less the
+ * target: clock_bridge_set_ceiling).  So the
  * usual packet pattern keeps the target as its reserve, and the target is
  * the margin for the packet that comes later than usual (a sender's
  * scheduling, the network).  The bridge measures D only while the loop
@@ -119,6 +122,7 @@ typedef struct
   double packet_s;              /* P: the input's packet (burst) size */
   double setpoint_s;            /* the average fill the loop keeps */
   double ratio;                 /* input frames per output frame in use */
+  double relax_rate;            /* of which the setpoint's fall (s per s) */
   uint64_t underruns, overruns;
   int running;
   uint64_t frames_in, frames_out;
@@ -126,12 +130,22 @@ typedef struct
    * return within CLOCK_BRIDGE_PAUSE_S (the input was late, not gone):
    * in all, and the last such hole, s */
   double inserted_s, last_gap_s;
+  /* the setpoint's part above the target (the saw-tooth's depth D) and
+   * the setpoint's ceiling (target + the largest D), s; episodes in which
+   * the input asked for a depth above the ceiling, and underruns while D
+   * was held at it (the silence they inserted is in inserted_s) */
+  double depth_s, ceiling_s;
+  uint64_t ceiling_hits, ceiling_underruns;
 } ClockBridgeStats;
 
 /* NULL when out of memory; channels 1..8; paced: see above */
 ClockBridge *clock_bridge_new (unsigned channels, unsigned rate,
     double target_s, int paced);
 void clock_bridge_free (ClockBridge * b);
+/* the ceiling of the setpoint (target + D), s: D at most ceiling_s -
+ * target (and CLOCK_BRIDGE_MAX_DEPTH_S); 0: no ceiling of its own.  Not
+ * for a paced input, which waits instead of running dry */
+void clock_bridge_set_ceiling (ClockBridge * b, double ceiling_s);
 /* back to filling, FIFO empty, counters and the drift estimate kept */
 void clock_bridge_flush (ClockBridge * b);
 /* t: the arrival time on the output clock, s (any origin, the same as

@@ -18,6 +18,33 @@ clock_depth_reset (ClockDepth * d)
 {
   d->have_swing = 0;
   d->n_dips = d->next_dip = 0;
+  d->since_rise = 0.0;
+  d->fall_rate = 0.0;
+  d->at_max = 0;
+}
+
+void
+clock_depth_set_max (ClockDepth * d, double max_s)
+{
+  d->max_s = max_s > 0.0 ? max_s : 0.0;
+  if (d->swing > d->max_s)
+    d->swing = d->max_s;
+}
+
+/* a depth asked for, bounded by the ceiling; asking above it begins an
+ * episode (counted once until a window asks for less) */
+static double
+bounded (ClockDepth * d, double want_s, int measured)
+{
+  if (want_s > d->max_s) {
+    if (!d->at_max)
+      d->limited++;
+    d->at_max = 1;
+    return d->max_s;
+  }
+  if (measured)
+    d->at_max = 0;
+  return want_s;
 }
 
 void
@@ -90,17 +117,22 @@ clock_depth_window (ClockDepth * d, double span_s, double avg_s, int steady)
    * average while few dips are known */
   w = d->n_dips >= CLOCK_BRIDGE_DIPS_MIN ? clock_depth_of_dips (d) :
       avg_s - d->win_min;
-  if (w > d->max_s)             /* bounds the FIFO's use */
-    w = d->max_s;
+  d->fall_rate = 0.0;
+  d->since_rise += d->win_time;
   if (steady && !d->win_trimmed && w >= 0.0) {
+    w = bounded (d, w, 1);      /* the ceiling bounds the FIFO's use */
     if (!d->have_swing || w > d->swing) {
       d->swing = w;
-    } else {
-      /* down slowly: the loop follows a falling setpoint with a bias of
-       * the fall rate, at most CLOCK_BRIDGE_SWING_FALL (s per s) */
+      d->since_rise = 0.0;
+    } else if (d->since_rise >= CLOCK_BRIDGE_SWING_HOLD_S) {
+      /* steady input for a while: down toward the windows' depth, at
+       * most CLOCK_BRIDGE_SWING_FALL (s per s), which the bridge plays
+       * faster by while it falls */
       double fall = (d->swing - w) * d->win_time / CLOCK_BRIDGE_SWING_DECAY_S;
       double most = CLOCK_BRIDGE_SWING_FALL * d->win_time;
-      d->swing -= fall < most ? fall : most;
+      fall = fall < most ? fall : most;
+      d->swing -= fall;
+      d->fall_rate = fall / d->win_time;
     }
     d->have_swing = 1;
   }
@@ -112,11 +144,12 @@ clock_depth_window (ClockDepth * d, double span_s, double avg_s, int steady)
 void
 clock_depth_at_least (ClockDepth * d, double need_s)
 {
-  if (need_s > d->max_s)
-    need_s = d->max_s;
+  need_s = bounded (d, need_s, 0);
   if (!d->have_swing || need_s > d->swing) {
     d->swing = need_s;
     d->have_swing = 1;
+    d->since_rise = 0.0;
+    d->fall_rate = 0.0;
   }
 }
 
@@ -130,4 +163,22 @@ double
 clock_depth_s (const ClockDepth * d)
 {
   return d->swing;
+}
+
+double
+clock_depth_fall_rate (const ClockDepth * d)
+{
+  return d->fall_rate;
+}
+
+unsigned long
+clock_depth_limited (const ClockDepth * d)
+{
+  return d->limited;
+}
+
+int
+clock_depth_at_max (const ClockDepth * d)
+{
+  return d->have_swing && d->swing >= d->max_s - 1e-9;
 }

@@ -20,10 +20,13 @@
  * from the quantile (a host whose packets come 15 ms later than usual now
  * and then will bring one 30 ms late).
  *
- * D is the peak-hold of the windows' depths: up at once, down toward a
- * smaller depth with a CLOCK_BRIDGE_SWING_DECAY_S time constant but by at
- * most CLOCK_BRIDGE_SWING_FALL s per s (the loop follows a falling
- * setpoint with a bias of the fall rate); at most max_s.  Only windows in
+ * D is the peak-hold of the windows' depths: up at once; once no window
+ * and no late gap has raised it for CLOCK_BRIDGE_SWING_HOLD_S, down toward
+ * the windows' depth with a CLOCK_BRIDGE_SWING_DECAY_S time constant, by
+ * at most CLOCK_BRIDGE_SWING_FALL s per s (the bridge plays that much
+ * faster while it falls: clock_depth_fall_rate), so a depth learnt from a
+ * start-up's chaos does not stay once the input is steady; at most max_s,
+ * the ceiling (a depth asked above it is counted: clock_depth_limited).  Only windows in
  * which the bridge's loop held its setpoint (steady) and nothing was
  * trimmed are measured.  A gap that ran the FIFO dry and was late input
  * asks for at least a depth (clock_depth_at_least). */
@@ -31,8 +34,9 @@
 #define CLOCK_DEPTH_H
 
 #define CLOCK_BRIDGE_SWING_WINDOW_S 1.0
-#define CLOCK_BRIDGE_SWING_DECAY_S 30.0
-#define CLOCK_BRIDGE_SWING_FALL 0.00002
+#define CLOCK_BRIDGE_SWING_HOLD_S 30.0
+#define CLOCK_BRIDGE_SWING_DECAY_S 20.0
+#define CLOCK_BRIDGE_SWING_FALL 0.002
 #define CLOCK_BRIDGE_DIPS 256
 #define CLOCK_BRIDGE_DIPS_MIN 8
 #define CLOCK_BRIDGE_DIP_QUANTILE 0.95
@@ -52,6 +56,10 @@ typedef struct
   int win_trimmed;
   double swing;                 /* D (s) */
   int have_swing;               /* D is known */
+  double since_rise;            /* output s since D last rose */
+  double fall_rate;             /* s per s D fell by in the last window */
+  int at_max;                   /* the last depth asked for was above max_s */
+  unsigned long limited;        /* episodes of a depth asked above max_s */
 } ClockDepth;
 
 /* target_s: the bridge's reserve; max_s: the largest depth */
@@ -71,6 +79,8 @@ void clock_depth_skip_window (ClockDepth * d);
  * through it) and the next one begins */
 void clock_depth_window (ClockDepth * d, double span_s, double avg_s,
     int steady);
+/* the ceiling: D at most max_s from now on */
+void clock_depth_set_max (ClockDepth * d, double max_s);
 /* D at least need_s (at most max_s) */
 void clock_depth_at_least (ClockDepth * d, double need_s);
 /* the depth the recorded dips ask for (at least one dip) */
@@ -79,5 +89,13 @@ double clock_depth_of_dips (const ClockDepth * d);
 int clock_depth_known (const ClockDepth * d);
 /* D, s (when known) */
 double clock_depth_s (const ClockDepth * d);
+/* how fast D falls now, s per s (0 when it does not): the bridge plays
+ * that much faster, so the fill follows the setpoint down */
+double clock_depth_fall_rate (const ClockDepth * d);
+/* episodes in which the input asked for a depth above max_s (a window's
+ * or a late gap's; one episode until a window asks for less) */
+unsigned long clock_depth_limited (const ClockDepth * d);
+/* D is held at max_s */
+int clock_depth_at_max (const ClockDepth * d);
 
 #endif

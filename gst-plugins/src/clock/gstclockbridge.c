@@ -94,6 +94,8 @@ GST_DEBUG_CATEGORY_STATIC (clock_bridge_debug);
 #define DEFAULT_JITTER (20 * GST_MSECOND)
 #define MIN_JITTER (5 * GST_MSECOND)
 #define MAX_JITTER (500 * GST_MSECOND)
+/* jitter-max: 0 (jitter + CLOCK_BRIDGE_MAX_DEPTH_S) or a ceiling up to */
+#define MAX_JITTER_MAX (2500 * GST_MSECOND)
 #define DEFAULT_CHUNK (4 * GST_MSECOND)
 #define MIN_CHUNK (1 * GST_MSECOND)
 #define MAX_CHUNK (20 * GST_MSECOND)
@@ -123,6 +125,7 @@ enum
   PROP_0,
   PROP_CLOCK_SOURCE,
   PROP_JITTER,
+  PROP_JITTER_MAX,
   PROP_CHUNK,
   PROP_INTERVAL,
   PROP_METER_INTERVAL,
@@ -171,7 +174,7 @@ struct _GstClockBridge
 
   /* properties, under the object lock */
   gchar *clock_source;
-  guint64 jitter, chunk, interval, meter_interval;
+  guint64 jitter, jitter_max, chunk, interval, meter_interval;
   gint channels;
   gboolean pace_input;
   gchar *fallback_file;
@@ -300,6 +303,10 @@ gst_clock_bridge_class_init (GstClockBridgeClass * klass)
       g_param_spec_uint64 ("jitter", "Jitter",
           "Target FIFO fill (input jitter margin), ns",
           MIN_JITTER, MAX_JITTER, DEFAULT_JITTER, flags));
+  g_object_class_install_property (gobject_class, PROP_JITTER_MAX,
+      g_param_spec_uint64 ("jitter-max", "Jitter max",
+          "Ceiling of the FIFO's setpoint (jitter + the input's depth), ns; "
+          "0: jitter + 0.5 s", 0, MAX_JITTER_MAX, 0, flags));
   g_object_class_install_property (gobject_class, PROP_CHUNK,
       g_param_spec_uint64 ("chunk", "Chunk",
           "Duration of each output buffer, ns (whole milliseconds)",
@@ -480,6 +487,9 @@ gst_clock_bridge_set_property (GObject * object, guint prop_id,
     case PROP_JITTER:
       self->jitter = g_value_get_uint64 (value);
       break;
+    case PROP_JITTER_MAX:
+      self->jitter_max = g_value_get_uint64 (value);
+      break;
     case PROP_CHUNK:{
       guint64 v = g_value_get_uint64 (value);
       if (v % GST_MSECOND == 0) {
@@ -555,6 +565,9 @@ gst_clock_bridge_get_property (GObject * object, guint prop_id,
       break;
     case PROP_JITTER:
       g_value_set_uint64 (value, self->jitter);
+      break;
+    case PROP_JITTER_MAX:
+      g_value_set_uint64 (value, self->jitter_max);
       break;
     case PROP_CHUNK:
       g_value_set_uint64 (value, self->chunk);
@@ -1056,6 +1069,12 @@ post_stats (GstClockBridge * self, const ClockBridgeStats * st,
       "fill", G_TYPE_DOUBLE, st->fill_s,
       "target", G_TYPE_DOUBLE, st->target_s,
       "setpoint", G_TYPE_DOUBLE, st->setpoint_s,
+      /* the setpoint above the target, its ceiling, and what the ceiling
+       * cost: episodes of a depth asked above it, underruns at it */
+      "depth", G_TYPE_DOUBLE, st->depth_s,
+      "ceiling", G_TYPE_DOUBLE, st->ceiling_s,
+      "ceiling-hits", G_TYPE_UINT64, (guint64) st->ceiling_hits,
+      "ceiling-underruns", G_TYPE_UINT64, (guint64) st->ceiling_underruns,
       "underruns", G_TYPE_UINT64, (guint64) st->underruns,
       "overruns", G_TYPE_UINT64, (guint64) st->overruns,
       "input-active", G_TYPE_BOOLEAN, input_active,
@@ -1555,6 +1574,9 @@ make_backup_core (GstClockBridge * self, gint channels, guint64 jitter)
   clock_bridge_free (self->backup);
   self->backup = clock_bridge_new ((unsigned) channels, RATE,
       (double) jitter / GST_SECOND, FALSE);
+  if (self->backup != NULL)     /* jitter-max is set before READY */
+    clock_bridge_set_ceiling (self->backup,
+        (double) self->jitter_max / GST_SECOND);
   self->backup_flushing = FALSE;
   self->backup_eos = FALSE;
   self->backup_last_input = GST_CLOCK_TIME_NONE;
@@ -1690,6 +1712,9 @@ make_bridge (GstClockBridge * self)
   clock_bridge_free (self->bridge);
   self->bridge = clock_bridge_new ((unsigned) channels, RATE,
       (double) jitter / GST_SECOND, paced);
+  if (self->bridge != NULL)
+    clock_bridge_set_ceiling (self->bridge,
+        (double) self->jitter_max / GST_SECOND);
   self->paced = paced;
   self->playing = FALSE;
   self->sink_flushing = FALSE;

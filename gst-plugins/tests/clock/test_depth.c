@@ -8,9 +8,11 @@
  *     one a few ms below the quantile adds nothing;
  *   - fewer than CLOCK_BRIDGE_DIPS_MIN dips: the window's average less its
  *     lowest fill;
- *   - the peak-hold: up at once, down by at most CLOCK_BRIDGE_SWING_FALL s
- *     per s of window, toward the measured depth with a
- *     CLOCK_BRIDGE_SWING_DECAY_S time constant when that is slower;
+ *   - the peak-hold: up at once, held for CLOCK_BRIDGE_SWING_HOLD_S after
+ *     a rise, then down by at most CLOCK_BRIDGE_SWING_FALL s per s of
+ *     window, toward the measured depth with a CLOCK_BRIDGE_SWING_DECAY_S
+ *     time constant when that is slower, its fall rate reported;
+ *   - a ceiling (clock_depth_set_max) holds D and counts the episodes;
  *   - windows that are not steady, that were trimmed, or whose depth is
  *     negative are not measured;
  *   - at most max_s; clock_depth_at_least raises D, never lowers it;
@@ -153,43 +155,66 @@ peak_hold (void)
 {
   ClockDepth d;
   double before, fastest = 0.0;
-  unsigned n = 0;
+  unsigned n = 0, held = 0, within = 0;
 
   init (&d);
   dips_with_one (&d, 0.060, 0.060);
   window (&d);
   CHECK (fabs (clock_depth_s (&d) - 0.060) < EPS, "peak-hold: start %.6f ms",
       clock_depth_s (&d) * 1e3);
-  /* the pattern becomes shallow: down by at most SWING_FALL per s */
+  /* the pattern becomes shallow: held for CLOCK_BRIDGE_SWING_HOLD_S, then
+   * down by at most SWING_FALL per s toward it */
   dips_with_one (&d, 0.010, 0.010);
-  for (; n < 100; n++) {
+  for (; n < 200; n++) {
     before = clock_depth_s (&d);
     window (&d);
+    if (clock_depth_s (&d) == before)
+      held++;
+    CHECK (fabs (clock_depth_fall_rate (&d) * CLOCK_BRIDGE_SWING_WINDOW_S -
+            (before - clock_depth_s (&d))) < EPS,
+        "peak-hold: fall rate %.6f ms/s for a fall of %.6f ms",
+        clock_depth_fall_rate (&d) * 1e3, (before - clock_depth_s (&d)) * 1e3);
     if (before - clock_depth_s (&d) > fastest)
       fastest = before - clock_depth_s (&d);
-    CHECK (clock_depth_s (&d) < before, "peak-hold: did not fall");
+    if (within == 0 && clock_depth_s (&d) - 0.010 < 0.001)
+      within = n + 1;
+    CHECK (clock_depth_s (&d) >= 0.010 - EPS, "peak-hold: below the depth");
   }
-  printf ("from 60 ms toward 10 ms: %.3f ms after %u s, at most %.4f ms per "
-      "s\n", clock_depth_s (&d) * 1e3, n, fastest * 1e3);
+  printf ("from 60 ms toward 10 ms: held %u s, within 1 ms after %u s, "
+      "%.4f ms after %u s, at most %.4f ms per s\n", held, within,
+      clock_depth_s (&d) * 1e3, n, fastest * 1e3);
+  CHECK (held == (unsigned) CLOCK_BRIDGE_SWING_HOLD_S - 1, "peak-hold: "
+      "held %u windows", held);
   CHECK (fastest <= CLOCK_BRIDGE_SWING_FALL * CLOCK_BRIDGE_SWING_WINDOW_S
       + EPS, "peak-hold: fell %.6f ms in a window", fastest * 1e3);
-  CHECK (fabs (clock_depth_s (&d) - (0.060 - n * CLOCK_BRIDGE_SWING_FALL *
-              CLOCK_BRIDGE_SWING_WINDOW_S)) < 1e-9,
-      "peak-hold: %.6f ms after %u windows", clock_depth_s (&d) * 1e3, n);
-  /* a longer window falls by as much more */
-  before = clock_depth_s (&d);
-  clock_depth_window (&d, 2.5, 0.05, 1);
-  CHECK (fabs (before - clock_depth_s (&d) - 2.5 * CLOCK_BRIDGE_SWING_FALL)
-      < EPS, "peak-hold: fell %.6f ms in 2.5 s",
-      (before - clock_depth_s (&d)) * 1e3);
+  /* 30 s held, 80 s at the fastest fall (0.5 ms per s from 50 ms above to
+   * 10 ms = SWING_FALL x DECAY_S above), then 20 s per factor e: within
+   * 1 ms of the windows' depth 30 + 80 + 20 ln 10 = 156 s on */
+  CHECK (within > 0 && within <= 157, "peak-hold: within 1 ms after %u s",
+      within);
+  CHECK (clock_depth_s (&d) - 0.010 < 2e-4, "peak-hold: %.6f ms after %u s",
+      clock_depth_s (&d) * 1e3, n);
+
+  /* a rise starts the hold again */
+  dips_with_one (&d, 0.030, 0.030);
+  window (&d);
+  dips_with_one (&d, 0.010, 0.010);
+  for (n = 0; n + 1 < CLOCK_BRIDGE_SWING_HOLD_S; n++)
+    window (&d);
+  CHECK (fabs (clock_depth_s (&d) - 0.030) < EPS && clock_depth_fall_rate (&d)
+      == 0.0, "peak-hold: fell within the hold after a rise (%.6f ms)",
+      clock_depth_s (&d) * 1e3);
+  window (&d);
+  CHECK (clock_depth_s (&d) < 0.030, "peak-hold: held past the hold");
 
   /* close to the measured depth: the time constant is slower */
   init (&d);
   dips_with_one (&d, 0.0103, 0.0103);
   window (&d);
   dips_with_one (&d, 0.010, 0.010);
-  window (&d);
-  printf ("from 10.3 ms toward 10 ms: %.5f ms after 1 s\n",
+  for (n = 0; n < CLOCK_BRIDGE_SWING_HOLD_S; n++)
+    window (&d);
+  printf ("from 10.3 ms toward 10 ms: %.5f ms after the hold and 1 s\n",
       clock_depth_s (&d) * 1e3);
   CHECK (fabs (clock_depth_s (&d) - (0.0103 - 0.0003 *
               CLOCK_BRIDGE_SWING_WINDOW_S / CLOCK_BRIDGE_SWING_DECAY_S)) < EPS,
@@ -200,6 +225,34 @@ peak_hold (void)
   window (&d);
   CHECK (fabs (clock_depth_s (&d) - 0.030) < EPS, "peak-hold: rose to "
       "%.6f ms, want 30 ms", clock_depth_s (&d) * 1e3);
+}
+
+/* a ceiling set below the input's depth: D held there, each episode of
+ * asking above it counted once */
+static void
+ceiling (void)
+{
+  ClockDepth d;
+
+  init (&d);
+  clock_depth_set_max (&d, 0.100);
+  dips_with_one (&d, 0.200, 0.200);
+  window (&d);
+  window (&d);
+  CHECK (fabs (clock_depth_s (&d) - 0.100) < EPS && clock_depth_at_max (&d)
+      && clock_depth_limited (&d) == 1, "ceiling: D %.6f ms, %lu episodes",
+      clock_depth_s (&d) * 1e3, clock_depth_limited (&d));
+  dips_with_one (&d, 0.050, 0.050);
+  window (&d);
+  dips_with_one (&d, 0.200, 0.200);
+  window (&d);
+  clock_depth_at_least (&d, 0.300);
+  CHECK (clock_depth_limited (&d) == 2, "ceiling: %lu episodes, want 2",
+      clock_depth_limited (&d));
+  clock_depth_set_max (&d, 0.080);
+  CHECK (fabs (clock_depth_s (&d) - 0.080) < EPS, "ceiling lowered: D "
+      "%.6f ms", clock_depth_s (&d) * 1e3);
+  printf ("ceiling 100 ms: D held at it, 2 episodes counted\n");
 }
 
 static void
@@ -292,6 +345,7 @@ main (void)
   rare_deep_dip ();
   few_dips ();
   peak_hold ();
+  ceiling ();
   skipped ();
   bounds ();
   printf ("%s\n", failures ? "FAILED" : "ok");

@@ -3,7 +3,8 @@
  *
  *   test-clock-replay [--jitter S] [--ppm P] [--drift-from S] [--drift-tol PPM]
  *                     [--pitch-tol PPM] [--drift-known-from S] [--drift-only]
- *                     [--trace] FILE...
+ *                     [--trace] [--warmup S] [--stall AT:LEN]...
+ *                     [--settle-by S --settle-to MS] [--ceiling S] FILE...
  *
  *   --jitter S      the bridge's target (default 0.05 s: the engine's
  *                   default engine.jitter_ms)
@@ -19,6 +20,18 @@
  *                   --drift-from on, at most T ppm (default 578: a cent)
  *   --drift-only    only the drift is checked (the fill and pitch figures
  *                   are printed)
+ *   --warmup S      the checks of the fill start S s after the first write
+ *                   (default 10)
+ *   --stall AT:LEN  start-up chaos: the writes due in [AT, AT + LEN) s
+ *                   arrive together at AT + LEN (a busy host's input held
+ *                   up, then its backlog at once); up to MAX_STALLS
+ *   --settle-by S --settle-to MS  from S s on the setpoint is at most MS
+ *                   ms: a depth learnt from the chaos is not kept once the
+ *                   input is steady
+ *   --ceiling S     the setpoint's ceiling (clock_bridge_set_ceiling, the
+ *                   element's jitter-max): the setpoint never above it
+ *                   (checked), its hits and the underruns at it printed
+ *                   and at least one hit asked for
  *   --trace         every TRACE_S of the output clock: the reported drift
  *                   against the arrivals' own lower envelope (the earliest
  *                   offset t - input seconds of the last TRACE_S, ms, from
@@ -32,7 +45,7 @@
  * on a busy 2-core host (the header says how).  The replay writes DC (so
  * that any output sample of 0 is inserted silence) at those times and
  * reads a 4 ms chunk every 4 ms of the output clock, as the element's
- * output thread does.  Checked per file, after WARMUP_S from the first
+ * output thread does.  Checked per file, after warmup_s from the first
  * write (the senders never paused in these recordings, so an output frame
  * of 0 is inserted silence), the bars of issue 26:
  *   - no underrun and no inserted silence (the reserve, --jitter, must
@@ -42,9 +55,11 @@
  *   - the reported drift within --drift-tol of the truth (the senders ran
  *     on the receiver's clock: 0 ppm, or --ppm) from --drift-from on, and
  *     known from --drift-known-from on;
- *   - the pitch: the resampling ratio, from --drift-from on, on average
- *     within --pitch-tol of 1 + the truth (the loop does not play the
- *     host's late and bunched packets as a wobble of the pitch).
+ *   - the pitch: the resampling ratio less the setpoint's own fall rate
+ *     (relax_rate: at most CLOCK_BRIDGE_SWING_FALL, 500 ppm, while a
+ *     depth learnt from late input relaxes), from --drift-from on, on
+ *     average within --pitch-tol of 1 + the truth (the loop does not play
+ *     the host's late and bunched packets as a wobble of the pitch).
  * Prints the figures per file, and the setpoint the bridge settled at. */
 #include "bridge.h"
 
@@ -55,7 +70,7 @@
 
 #define RATE 48000
 #define CHUNK 192
-#define WARMUP_S 10.0
+#define MAX_STALLS 8
 #define LEVEL 0.25f
 #define TRACE_S 10.0
 
@@ -74,6 +89,20 @@ static double target_s = 0.05;
 static double sender_ppm = 0.0, drift_from_s = 60.0, drift_tol_ppm = 20.0;
 static double pitch_tol_ppm = 578.0, known_from_s = -1.0;
 static int drift_only, trace;
+static double warmup_s = 10.0, settle_by_s = -1.0, settle_to_s = 0.0;
+static double stall_at[MAX_STALLS], stall_len[MAX_STALLS];
+static unsigned n_stalls;
+static double ceiling_s;
+
+/* --stall: a write due in a stall arrives at its end */
+static double
+stalled (double t)
+{
+  for (unsigned k = 0; k < n_stalls; k++)
+    if (t >= stall_at[k] && t < stall_at[k] + stall_len[k])
+      return stall_at[k] + stall_len[k];
+  return t;
+}
 
 /* the writes of a recording, arrival times from its first write; NULL on
  * a file that cannot be read */
@@ -106,7 +135,7 @@ load (const char *path, size_t *n)
       cap *= 2;
     }
     t += (double) us / 1e6;
-    w[*n].t = t / (1.0 + sender_ppm * 1e-6);
+    w[*n].t = stalled (t / (1.0 + sender_ppm * 1e-6));
     w[*n].frames = frames;
     (*n)++;
   }
@@ -123,8 +152,8 @@ replay (const char *path)
   ClockBridge *b;
   float *in, out[CHUNK * 2];
   double t_out = -0.5, end, max_drift = 0.0, max_latency = 0.0;
-  double silent_after = 0.0;
-  /* the last reading (after WARMUP_S) that was NAN: the drift not known */
+  double silent_after = 0.0, settle_max = 0.0;
+  /* the last reading (after warmup_s) that was NAN: the drift not known */
   double last_unknown = -1.0;
   char known[64];
   /* the pitch: |ratio - (1 + truth)| from --drift-from on, its sum and
@@ -154,6 +183,7 @@ replay (const char *path)
   for (size_t k = 0; k < (size_t) largest * 2; k++)
     in[k] = LEVEL;
   b = clock_bridge_new (2, RATE, target_s, 0);
+  clock_bridge_set_ceiling (b, ceiling_s);
   end = w[n - 1].t;
   while (t_out < end) {
     double due = t_out + (double) CHUNK / RATE;
@@ -196,7 +226,7 @@ replay (const char *path)
       win_o = INFINITY;
       next_trace += TRACE_S;
     }
-    if (!warm && t_out >= WARMUP_S) {
+    if (!warm && t_out >= warmup_s) {
       warm = 1;
       underruns_at_warmup = st.underruns;
       overruns_at_warmup = st.overruns;
@@ -210,7 +240,8 @@ replay (const char *path)
     if (warm && isnan (st.drift_ppm))
       last_unknown = t_out;
     if (t_out >= drift_from_s) {
-      double p = fabs (st.ratio - 1.0 - sender_ppm * 1e-6) * 1e6;
+      double p = fabs (st.ratio - st.relax_rate - 1.0 - sender_ppm * 1e-6) *
+          1e6;
       if (!isnan (st.drift_ppm) && fabs (st.drift_ppm - sender_ppm) > max_drift)
         max_drift = fabs (st.drift_ppm - sender_ppm);
       pitch_sum += p;
@@ -218,6 +249,12 @@ replay (const char *path)
       if (p > pitch_max)
         pitch_max = p;
     }
+    if (ceiling_s > 0 && st.setpoint_s > ceiling_s + 1e-9 && failures < 100)
+      CHECK (0, "%s: setpoint %.1f ms above the ceiling at %.1f s", name,
+          st.setpoint_s * 1e3, t_out);
+    if (settle_by_s >= 0 && t_out >= settle_by_s
+        && st.setpoint_s > settle_max)
+      settle_max = st.setpoint_s;
     if (warm && st.fill_s > max_latency)
       max_latency = st.fill_s;
   }
@@ -228,7 +265,7 @@ replay (const char *path)
     snprintf (known, sizeof (known), "not known at the end");
   else
     snprintf (known, sizeof (known), "known from %.0f s",
-        last_unknown < 0 ? WARMUP_S : last_unknown);
+        last_unknown < 0 ? warmup_s : last_unknown);
   printf ("%-22s %zu writes over %.1f s: underruns %llu (%llu after %.0f s), "
       "overruns %llu (%llu after), inserted silence after %.0f s %.1f ms "
       "(%.1f ms in all), |drift - %+.0f| from %.0f s at most %.2f ppm (now %+.2f), "
@@ -236,9 +273,9 @@ replay (const char *path)
       "setpoint %.1f ms, average fill at most %.1f ms, "
       "|ratio - truth| from %.0f s mean %.0f max %.0f ppm\n", name, n, end,
       (unsigned long long) st.underruns,
-      (unsigned long long) (st.underruns - underruns_at_warmup), WARMUP_S,
+      (unsigned long long) (st.underruns - underruns_at_warmup), warmup_s,
       (unsigned long long) st.overruns,
-      (unsigned long long) (st.overruns - overruns_at_warmup), WARMUP_S,
+      (unsigned long long) (st.overruns - overruns_at_warmup), warmup_s,
       silent_after * 1e3 / RATE, st.inserted_s * 1e3, sender_ppm, drift_from_s,
       max_drift,
       st.drift_ppm, known, st.setpoint_s * 1e3, max_latency * 1e3, drift_from_s,
@@ -246,19 +283,32 @@ replay (const char *path)
   if (!drift_only) {
     CHECK (st.underruns == underruns_at_warmup,
         "%s: %llu underruns after %.0f s", name,
-        (unsigned long long) (st.underruns - underruns_at_warmup), WARMUP_S);
+        (unsigned long long) (st.underruns - underruns_at_warmup), warmup_s);
     CHECK (silent_after == 0.0,
         "%s: %.1f ms of inserted silence after %.0f s", name,
-        silent_after * 1e3 / RATE, WARMUP_S);
+        silent_after * 1e3 / RATE, warmup_s);
     CHECK (st.overruns == overruns_at_warmup,
         "%s: %llu overruns after %.0f s", name,
-        (unsigned long long) (st.overruns - overruns_at_warmup), WARMUP_S);
+        (unsigned long long) (st.overruns - overruns_at_warmup), warmup_s);
     CHECK (pitch_mean <= pitch_tol_ppm, "%s: the ratio %.0f ppm from 1 + "
         "the truth on average from %.0f s on (bound %.0f)", name, pitch_mean,
         drift_from_s, pitch_tol_ppm);
   }
   CHECK (max_drift <= drift_tol_ppm, "%s: drift off by %.2f ppm from %.0f s "
       "on (truth %+.0f)", name, max_drift, drift_from_s, sender_ppm);
+  if (ceiling_s > 0) {
+    printf ("%-22s ceiling %.1f ms: %llu hits, %llu underruns at it\n", name,
+        st.ceiling_s * 1e3, (unsigned long long) st.ceiling_hits,
+        (unsigned long long) st.ceiling_underruns);
+    CHECK (st.ceiling_hits > 0, "%s: the ceiling was never hit", name);
+  }
+  if (settle_by_s >= 0) {
+    printf ("%-22s setpoint from %.0f s on at most %.1f ms (bound %.1f)\n",
+        name, settle_by_s, settle_max * 1e3, settle_to_s * 1e3);
+    CHECK (settle_max <= settle_to_s, "%s: setpoint %.1f ms after %.0f s "
+        "(bound %.1f ms)", name, settle_max * 1e3, settle_by_s,
+        settle_to_s * 1e3);
+  }
   if (known_from_s >= 0)
     CHECK (last_unknown < known_from_s, "%s: drift not known at %.1f s "
         "(known from %.0f s on expected)", name, last_unknown, known_from_s);
@@ -277,6 +327,19 @@ main (int argc, char **argv)
       drift_only = 1;
     else if (strcmp (argv[k], "--trace") == 0)
       trace = 1;
+    else if (k + 1 < argc && strcmp (argv[k], "--ceiling") == 0)
+      ceiling_s = atof (argv[++k]);
+    else if (k + 1 < argc && strcmp (argv[k], "--warmup") == 0)
+      warmup_s = atof (argv[++k]);
+    else if (k + 1 < argc && strcmp (argv[k], "--settle-by") == 0)
+      settle_by_s = atof (argv[++k]);
+    else if (k + 1 < argc && strcmp (argv[k], "--settle-to") == 0)
+      settle_to_s = atof (argv[++k]) / 1e3;
+    else if (k + 1 < argc && strcmp (argv[k], "--stall") == 0
+        && n_stalls < MAX_STALLS
+        && sscanf (argv[++k], "%lf:%lf", &stall_at[n_stalls],
+            &stall_len[n_stalls]) == 2)
+      n_stalls++;
     else if (k + 1 < argc && strcmp (argv[k], "--jitter") == 0)
       target_s = atof (argv[++k]);
     else if (k + 1 < argc && strcmp (argv[k], "--ppm") == 0)
@@ -293,11 +356,13 @@ main (int argc, char **argv)
       break;
   }
   if (k >= argc || target_s < 0.005 || target_s > 0.5
-      || fabs (sender_ppm) > 2000 || drift_from_s < WARMUP_S
+      || fabs (sender_ppm) > 2000 || drift_from_s < warmup_s
       || !(drift_tol_ppm > 0) || !(pitch_tol_ppm > 0)) {
     fprintf (stderr, "usage: test-clock-replay [--jitter S] [--ppm P] "
         "[--drift-from S] [--drift-tol PPM] [--pitch-tol PPM] "
-        "[--drift-known-from S] [--drift-only] [--trace] FILE...\n");
+        "[--drift-known-from S] [--drift-only] [--trace] [--warmup S] "
+        "[--stall AT:LEN]... [--settle-by S --settle-to MS] [--ceiling S] "
+        "FILE...\n");
     return 2;
   }
   for (; k < argc; k++)
