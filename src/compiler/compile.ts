@@ -188,7 +188,9 @@ export function compileSecrets(spec: CompilableSpec): (Uint8Array | null)[] {
 
 /**
  * The SRT input's access element, unlinked like pipelinestats: it reports callers libsrt refuses
- * (`srtaccess` messages), and with a passphrase reads it from its descriptor onto srtsrc.
+ * (`srtaccess` messages), with a passphrase reads it from its descriptor onto srtsrc, and puts a
+ * caller that calls again in place of a connection idle for `reconnect_ms` (its `reconnect-ms`,
+ * left to the element's default of the same value when the spec names none).
  */
 function compileAccess(input: CompilableSpec['input'], suffix = '', fd = PASSPHRASE_FD): string[] {
   if (input.type !== 'srt') return [];
@@ -196,6 +198,7 @@ function compileAccess(input: CompilableSpec['input'], suffix = '', fd = PASSPHR
     name: `access${suffix}`,
     source: `src${suffix}`,
     'passphrase-fd': input.passphrase === undefined ? undefined : fd,
+    'reconnect-ms': input.reconnect_ms,
   });
 }
 

@@ -42,7 +42,7 @@ export const ELEMENTS = {
   },
   // Ours (docs/elements-srtaccess.md): sets srtsrc's passphrase from a pipe the engine passes
   // (the secret is never an argv token) and reports callers libsrt refuses.
-  srtaccess: { name, source: name, 'passphrase-fd': int(3, 9) },
+  srtaccess: { name, source: name, 'passphrase-fd': int(3, 9), 'reconnect-ms': int(50, 10_000) },
   // Ours (docs/elements-enginecontrol.md): reads property commands from the engine's control
   // socket and sets them on the named steps while playing.
   enginecontrol: { name, fd: int(4, 4) },

@@ -144,6 +144,8 @@ export function registerPipelineMetrics(registry: Registry, pipelines: Supervise
     });
   counter('audio_engine_pipeline_failovers_total', 'Switches of the output between inputs since the pipeline was loaded (all children), by from, to and reason (loss, silence, return, manual).', ['pipeline_id', 'from', 'to', 'reason'],
     (id, s) => s.failoverCounts().map(({ from, to, reason, count }): [Labels, number] => [{ pipeline_id: id, from, to, reason }, count]));
+  counter('audio_engine_pipeline_srt_callers_refused_total', 'SRT callers an input refused since the pipeline was loaded (all children), by input (main, backup) and cause (busy: the connected caller was delivering; passphrase: wrong or missing; other).', ['pipeline_id', 'input', 'cause'],
+    (id, s) => s.refusedCallerCounts().map(({ input, cause, count }): [Labels, number] => [{ pipeline_id: id, input, cause }, count]));
   gauge('audio_engine_pipeline_input_connected', '1 while the input delivers audio (within failover.loss_ms), per SRT input (main, backup); NaN without a report of a running child.', ['pipeline_id', 'input'],
     perInput((h) => (h.connected ? 1 : 0)));
   gauge('audio_engine_pipeline_input_level_dbfs', 'Short-term level (400 ms) of each SRT input as the clock bridge measures it, dBFS (-120 without audio); NaN without a report of a running child.', ['pipeline_id', 'input'],

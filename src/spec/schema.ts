@@ -18,6 +18,11 @@ export type Pbkeylen = (typeof PBKEYLENS)[number];
 /** The key length a pipeline with a passphrase gets when the request names none: libsrt's own default. */
 export const DEFAULT_PBKEYLEN: Pbkeylen = 16;
 
+/** A caller idle this long (ms) gives way to a new one; the srtaccess element's own default. */
+export const DEFAULT_RECONNECT_MS = 500;
+export const MIN_RECONNECT_MS = 50;
+export const MAX_RECONNECT_MS = 10_000;
+
 export const SrtInput = Type.Object(
   {
     type: Type.Literal('srt'),
@@ -31,6 +36,14 @@ export const SrtInput = Type.Object(
     ),
     pbkeylen: Type.Optional(
       Type.Unsafe<Pbkeylen>({ type: 'integer', enum: [...PBKEYLENS], description: 'SRT key length, bytes; default 16 with a passphrase' }),
+    ),
+    // docs/failover.md "A caller that calls again": the srtaccess element's reconnect-ms.
+    reconnect_ms: Type.Optional(
+      Type.Integer({
+        minimum: MIN_RECONNECT_MS,
+        maximum: MAX_RECONNECT_MS,
+        description: `A new caller replaces the connected one once that has delivered nothing for this long, ms; default ${DEFAULT_RECONNECT_MS}`,
+      }),
     ),
   },
   { ...strict, dependencies: { pbkeylen: ['passphrase'] } },

@@ -50,7 +50,14 @@ export interface PipelineStatsEvent {
 
 /** A caller of the SRT listener, from our `srtaccess` element (docs/elements-srtaccess.md). */
 export type SrtAccessEvent =
-  | { kind: 'srtaccess'; element: string; event: 'accepted'; peer?: string }
+  | {
+      kind: 'srtaccess';
+      element: string;
+      event: 'accepted';
+      peer?: string;
+      /** Put in place of a connection that had delivered nothing for the element's reconnect-ms. */
+      replaced: boolean;
+    }
   | {
       kind: 'srtaccess';
       element: string;
@@ -62,6 +69,8 @@ export type SrtAccessEvent =
       reason: string;
       /** The listener has a passphrase. */
       passphrase: boolean;
+      /** Refused by the element: the connected caller is delivering (reject code 1000 then). */
+      busy: boolean;
     };
 
 
@@ -340,13 +349,13 @@ function srtAccess(element: string, s: GstStructure): SrtAccessEvent | undefined
   const event = s.fields.get('event');
   const peerField = s.fields.get('peer');
   const peer = typeof peerField === 'string' ? { peer: peerField } : {};
-  if (event === 'accepted') return { kind: 'srtaccess', element, event, ...peer };
+  if (event === 'accepted') return { kind: 'srtaccess', element, event, ...peer, replaced: s.fields.get('replaced') === true };
   if (event !== 'rejected') return undefined;
   const rejectCode = num(s, 'reject-code');
   const reason = s.fields.get('reason');
   const passphrase = s.fields.get('passphrase');
   if (rejectCode === undefined || typeof reason !== 'string' || typeof passphrase !== 'boolean') return undefined;
-  return { kind: 'srtaccess', element, event, ...peer, rejectCode, reason, passphrase };
+  return { kind: 'srtaccess', element, event, ...peer, rejectCode, reason, passphrase, busy: s.fields.get('busy') === true };
 }
 
 function controlAck(element: string, s: GstStructure): ControlAckEvent | undefined {

@@ -6,7 +6,8 @@
  * its first report and from the moment it ends, so a dead child's values never linger.
  * Pure: the caller passes the clock.
  */
-import type { BridgeInput, BridgeInputHealth, ClockBridgeEvent, FailoverEvent, LevelEvent, LoudnessEvent, PipelineStatsEvent, Selection, StatsEvent } from './parse-line.js';
+import type { BridgeInput, BridgeInputHealth, ClockBridgeEvent, FailoverEvent, LevelEvent, LoudnessEvent, PipelineStatsEvent, Selection, SrtAccessEvent, StatsEvent } from './parse-line.js';
+import { SRT_REJ_BADSECRET, SRT_REJ_UNSECURE } from './srt-callers.js';
 
 /** Input below this RMS on every channel counts as silence. */
 export const SILENCE_DBFS = -60;
@@ -81,6 +82,17 @@ export interface FailoverCount {
   from: BridgeInput;
   to: BridgeInput;
   reason: FailoverEvent['reason'];
+  count: number;
+}
+
+/** The backup input's srtaccess element (the compiler's `access2`). */
+const BACKUP_ACCESS = 'access2';
+
+/** Callers an SRT input refused, by input and cause, summed over the pipeline's children. */
+export interface RefusedCallerCount {
+  input: 'main' | 'backup';
+  /** `busy`: the connected caller was delivering; `passphrase`: wrong or missing; `other`. */
+  cause: 'busy' | 'passphrase' | 'other';
   count: number;
 }
 
@@ -193,6 +205,8 @@ export class PipelineStats {
   private audioPassed = false;
   /** Switches of the bridge by from/to/reason, summed over the pipeline's children. */
   private readonly failovers = new Map<string, FailoverCount>();
+  /** Refused SRT callers by input and cause, summed over the pipeline's children. */
+  private readonly refusedCallers = new Map<string, RefusedCallerCount>();
 
   constructor(
     private readonly intervalMs: number,
@@ -257,7 +271,9 @@ export class PipelineStats {
         this.failovers.set(key, entry);
         break;
       }
-      case 'srtaccess': // logged by the supervisor (stats/srt-callers.ts), no state here
+      case 'srtaccess': // logged by the supervisor (stats/srt-callers.ts); refusals counted here
+        if (event.event === 'rejected') this.countRefused(event);
+        break;
       case 'enginecontrol': // answers the supervisor's control channel (supervisor/control-channel.ts)
       case 'udp-send-warning': // the output legs' state (stats/output-legs.ts, kept by the supervisor)
         break;
@@ -450,6 +466,20 @@ export class PipelineStats {
       output_realtime: c.outputRealtime ?? null,
       input_realtime: c.inputRealtime ?? null,
     };
+  }
+
+  private countRefused(event: Extract<SrtAccessEvent, { event: 'rejected' }>): void {
+    const input = event.element === BACKUP_ACCESS ? 'backup' : 'main';
+    const cause = event.busy ? 'busy' : event.rejectCode === SRT_REJ_BADSECRET || event.rejectCode === SRT_REJ_UNSECURE ? 'passphrase' : 'other';
+    const key = `${input}>${cause}`;
+    const entry = this.refusedCallers.get(key) ?? { input, cause, count: 0 };
+    entry.count += 1;
+    this.refusedCallers.set(key, entry);
+  }
+
+  /** Every caller an SRT input refused so far (all children), by input and cause. */
+  refusedCallerCounts(): RefusedCallerCount[] {
+    return [...this.refusedCallers.values()];
   }
 
   /** Every switch of the bridge so far (all children), by from, to and reason. */

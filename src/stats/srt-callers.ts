@@ -20,6 +20,7 @@ type Rejected = Extract<SrtAccessEvent, { event: 'rejected' }>;
 
 /** Why a caller was refused, for an operator. */
 export function rejectionCause(event: Rejected): string {
+  if (event.busy) return 'the connected caller is delivering';
   switch (event.rejectCode) {
     case SRT_REJ_BADSECRET:
       return 'wrong passphrase';
@@ -51,6 +52,13 @@ export class SrtCallerLog {
   report(event: SrtAccessEvent, now: number): CallerLogLine | undefined {
     const peer = event.peer ?? 'unknown address';
     if (event.event === 'accepted') {
+      if (event.replaced) {
+        return {
+          level: 'info',
+          fields: { event: 'srt-caller-accepted', peer, replaced: true },
+          text: `SRT caller ${peer} connected in place of a connection that had gone quiet`,
+        };
+      }
       return { level: 'info', fields: { event: 'srt-caller-accepted', peer }, text: `SRT caller ${peer} connected` };
     }
     const key = `${hostOf(event.peer)} ${event.rejectCode}`;
@@ -66,7 +74,7 @@ export class SrtCallerLog {
     const again = repeated > 0 ? ` (${repeated} more refused since the last report)` : '';
     return {
       level: 'warn',
-      fields: { event: 'srt-caller-rejected', peer, cause, reject_code: event.rejectCode, srt_reason: event.reason, repeated },
+      fields: { event: 'srt-caller-rejected', peer, cause, reject_code: event.rejectCode, srt_reason: event.reason, busy: event.busy, repeated },
       text: `SRT caller ${peer} refused: ${cause}${again}`,
     };
   }

@@ -46,6 +46,9 @@ void t.test('a backup compiles to its own SRT chain on bridge.backup; its passph
     'srtaccess', 'name=access2', 'source=src2', 'passphrase-fd=5',
   ]);
   t.notOk(argv.some((token) => token.includes(BACKUP_SECRET)), 'the secret is not in argv');
+  const quick = compilePipeline(parsePipelineSpec({ ...EXAMPLE, input: { ...EXAMPLE.input, reconnect_ms: 300 }, backup: { type: 'srt', port: 9001, reconnect_ms: 200 } }), OPTIONS);
+  t.ok(quick.join(' ').includes('srtaccess name=access source=src reconnect-ms=300'), 'the input\'s reconnect_ms on its srtaccess');
+  t.ok(quick.join(' ').includes('srtaccess name=access2 source=src2 reconnect-ms=200'), 'the backup\'s on access2');
   t.same(compileSecrets(spec), [null, null, new TextEncoder().encode(BACKUP_SECRET)], 'fd 3 closed, fd 4 the control channel, fd 5 the backup\'s');
 
   const both = parsePipelineSpec({ ...EXAMPLE, input: { ...EXAMPLE.input, passphrase: MAIN_SECRET }, backup: { type: 'srt', port: 9001, passphrase: BACKUP_SECRET } });

@@ -117,9 +117,15 @@ void t.test('srtaccess messages of a real run: refused and accepted callers (doc
 
 void t.test('srtaccess: an address in brackets, no address, and malformed messages', async (t) => {
   const head = 'Got message #9 from element "access" (element): srtaccess, ';
-  t.same(parseLine(`${head}event=(string)accepted, peer=(string)"\\[::1\\]:5000";`), { kind: 'srtaccess', element: 'access', event: 'accepted', peer: '[::1]:5000' });
+  t.same(parseLine(`${head}event=(string)accepted, peer=(string)"\\[::1\\]:5000";`), { kind: 'srtaccess', element: 'access', event: 'accepted', peer: '[::1]:5000', replaced: false });
+  t.same(parseLine(`${head}event=(string)accepted, peer=(string)127.0.0.1:41519, replaced=(boolean)true;`), {
+    kind: 'srtaccess', element: 'access', event: 'accepted', peer: '127.0.0.1:41519', replaced: true,
+  });
   t.same(parseLine(`${head}event=(string)rejected, reject-code=(int)1003, reason=(string)"Peer\\ rejected\\ connection", passphrase=(boolean)false;`), {
-    kind: 'srtaccess', element: 'access', event: 'rejected', rejectCode: 1003, reason: 'Peer rejected connection', passphrase: false,
+    kind: 'srtaccess', element: 'access', event: 'rejected', rejectCode: 1003, reason: 'Peer rejected connection', passphrase: false, busy: false,
+  });
+  t.same(parseLine(`${head}event=(string)rejected, peer=(string)127.0.0.1:56286, reject-code=(int)1000, reason=(string)"Unknown\\ or\\ erroneous", passphrase=(boolean)false, busy=(boolean)true;`), {
+    kind: 'srtaccess', element: 'access', event: 'rejected', peer: '127.0.0.1:56286', rejectCode: 1000, reason: 'Unknown or erroneous', passphrase: false, busy: true,
   });
   t.equal(parseLine(`${head}event=(string)rejected, reason=(string)x, passphrase=(boolean)true;`), undefined, 'no code');
   t.equal(parseLine(`${head}event=(string)rejected, reject-code=(int)1010, reason=(string)x;`), undefined, 'no passphrase flag');

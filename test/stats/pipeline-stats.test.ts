@@ -116,3 +116,20 @@ void t.test('levels below the floor read the floor', async (t) => {
   stats.apply({ kind: 'level', element: 'level', rmsDb: [-700, -20], peakDb: [-350, Number.NEGATIVE_INFINITY] }, 0);
   t.same(stats.inputLevels(), { rmsDb: [NO_SIGNAL_DB, -20], peakDb: [NO_SIGNAL_DB, NO_SIGNAL_DB] });
 });
+
+void t.test('refused SRT callers are counted by input and cause', async (t) => {
+  const stats = new PipelineStats(1000, { loudnessSteps: [], srtInput: true, backupInput: true });
+  const refused = (element: string, rejectCode: number, busy: boolean): StatsEvent => ({
+    kind: 'srtaccess', element, event: 'rejected', peer: '127.0.0.1:5000', rejectCode, reason: 'x', passphrase: false, busy,
+  });
+  stats.apply(refused('access', 1000, true), 0);
+  stats.apply(refused('access', 1000, true), 1);
+  stats.apply(refused('access2', 1010, false), 2);
+  stats.apply(refused('access', 1003, false), 3);
+  stats.apply({ kind: 'srtaccess', element: 'access', event: 'accepted', peer: '127.0.0.1:5001', replaced: true }, 4);
+  t.same(stats.refusedCallerCounts(), [
+    { input: 'main', cause: 'busy', count: 2 },
+    { input: 'backup', cause: 'passphrase', count: 1 },
+    { input: 'main', cause: 'other', count: 1 },
+  ]);
+});

@@ -56,19 +56,42 @@
  *    process's RLIMIT_RTTIME and the clock bridge's guard bound them as
  *    the bridge's own threads (docs/operations.md, "Real time").
  *
+ * 4. A caller that calls again. srtsrc 1.22 accepts one caller and reads it
+ *    until libsrt says it is broken (SRT's peer idle timeout, 5 s, for a
+ *    caller that vanished without closing); it then closes its listener and
+ *    opens a new one, and a caller that called in between (queued on the old
+ *    listener) goes with it. With "reconnect-ms" above 0 the element decides
+ *    in caller-connecting: while the held caller has delivered a buffer on
+ *    srtsrc's src pad within reconnect-ms (or was taken that recently), the
+ *    new caller is refused (event "rejected" with busy=true); otherwise it is
+ *    let in, and a thread of the element takes it off srtsrc's listener
+ *    (srt_accept) and puts it in the held caller's place: into the epoll set
+ *    srtsrc's read waits on, before the dead socket is taken out and closed.
+ *    srtsrc's read loop then receives from the new socket without noticing;
+ *    its listener stays open. This reads srtsrc's private structures as
+ *    GStreamer 1.22 lays them out (checked: plugin version 1.22.x, the
+ *    object pointing back at the element) and calls libsrt through the
+ *    library srtsrc loaded; with another GStreamer the element does neither
+ *    and says so once.
+ *
  * The log hook is per process (GStreamer's log functions are): it is
  * installed once, never removed, and posts to the last srtaccess element that
  * went to READY (held by a weak reference). The engine runs one per process.
  */
+#define _GNU_SOURCE             /* dl_iterate_phdr */
 #include <gst/gst.h>
+#include <gst/base/gstpushsrc.h>
 #include <gio/gio.h>
 
+#include <dlfcn.h>
 #include <errno.h>
+#include <link.h>
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 GST_DEBUG_CATEGORY_STATIC (srt_access_debug);
@@ -87,6 +110,10 @@ GST_DEBUG_CATEGORY_STATIC (srt_access_debug);
  * they deliver (the clock bridge's input, 5), below its output (10), within
  * the unit's LimitRTPRIO=10 */
 #define RECEIVE_RT_PRIORITY   6
+#define DEFAULT_RECONNECT_MS  500
+#define MAX_RECONNECT_MS      60000
+/* how long the takeover waits for libsrt to queue the caller it let in */
+#define TAKEOVER_WAIT_MS      3000
 
 #define GST_TYPE_SRT_ACCESS (gst_srt_access_get_type ())
 G_DECLARE_FINAL_TYPE (GstSrtAccess, gst_srt_access, GST, SRT_ACCESS,
@@ -104,17 +131,32 @@ struct _GstSrtAccess
    * a later NULL->READY does not read again); change_state only */
   gint fd_read;
 
+  /* atomic: a held caller idle this long gives way to a new one; 0: off */
+  gint reconnect_ms;
+
   /* the srtsrc whose signals are connected; change_state only */
   GstElement *srtsrc;
   gulong connecting_id;
   gulong added_id;
+  gulong removed_id;
+  GstPad *srtsrc_pad;
+  gulong probe_id;
+
+  /* the held caller (atomic): srtsrc holds one, since when, and when its
+   * last buffer left srtsrc (g_get_monotonic_time) */
+  gint held;
+  gint64 held_since;
+  gint64 last_buffer;
+  /* atomic: a takeover thread is running */
+  gint taking_over;
 };
 
 enum
 {
   PROP_0,
   PROP_SOURCE,
-  PROP_PASSPHRASE_FD
+  PROP_PASSPHRASE_FD,
+  PROP_RECONNECT_MS
 };
 
 G_DEFINE_TYPE (GstSrtAccess, gst_srt_access, GST_TYPE_ELEMENT);
@@ -127,6 +169,7 @@ typedef struct
 {
   gchar *address;
   gint64 at;                    /* g_get_monotonic_time () */
+  gboolean busy;                /* refused: the held caller is delivering */
 } PeerNote;
 
 static void
@@ -199,11 +242,14 @@ on_srtlib_line (const gchar * text)
   s = gst_structure_new ("srtaccess", "event", G_TYPE_STRING, "rejected",
       NULL);
   peer = g_private_get (&peer_key);
-  if (peer != NULL && g_get_monotonic_time () - peer->at <= PEER_FRESH_US)
+  if (peer != NULL && g_get_monotonic_time () - peer->at > PEER_FRESH_US)
+    peer = NULL;
+  if (peer != NULL && peer->address != NULL)
     gst_structure_set (s, "peer", G_TYPE_STRING, peer->address, NULL);
   gst_structure_set (s, "reject-code", G_TYPE_INT, (gint) code,
       "reason", G_TYPE_STRING, reason, "passphrase", G_TYPE_BOOLEAN,
-      g_atomic_int_get (&hook.has_passphrase) != 0, NULL);
+      g_atomic_int_get (&hook.has_passphrase) != 0, "busy", G_TYPE_BOOLEAN,
+      peer != NULL && peer->busy, NULL);
   /* this rejection used the address: a later one without a
    * caller-connecting (refused before libsrt's callback) gets none */
   g_private_replace (&peer_key, NULL);
@@ -275,7 +321,7 @@ cap_secret_categories (void)
     hook.srtlib_shown = GST_LEVEL_INFO;
 }
 
-/* ---- srtsrc's signals ------------------------------------------------- */
+/* ---- addresses and threads ------------------------------------------ */
 
 /* host:port, IPv6 in brackets (GLib's own text for an inet address) */
 static gchar *
@@ -306,35 +352,325 @@ receive_thread_realtime (void)
         "refused (%s)", RECEIVE_RT_PRIORITY, g_strerror (err));
 }
 
-/* libsrt's listen callback, in its receive thread: note who is calling and
- * let the handshake go on (libsrt itself checks the passphrase after it) */
-static gboolean
-on_caller_connecting (GstElement * srtsrc, GSocketAddress * address,
-    const gchar * stream_id, gpointer user_data)
+/* ---- a caller that calls again (see 4. above) ------------------------ */
+
+/* libsrt 1.5's C API, as srt.h declares it (SRTSOCKET is an int) */
+#define SRT_EPOLL_IN_FLAG   0x1
+#define SRT_EPOLL_ERR_FLAG  0x8
+#define SRT_INVALID         (-1)
+
+static struct
 {
-  PeerNote *note = g_new0 (PeerNote, 1);
+  int (*epoll_create) (void);
+  int (*epoll_add_usock) (int eid, int sock, const int *events);
+  int (*epoll_remove_usock) (int eid, int sock);
+  int (*epoll_wait) (int eid, int *readfds, int *rnum, int *writefds,
+      int *wnum, int64_t timeout_ms, int *lrfds, int *lrnum, int *lwfds,
+      int *lwnum);
+  int (*epoll_release) (int eid);
+  int (*accept) (int sock, struct sockaddr * addr, int *addrlen);
+  int (*close) (int sock);
+} srt;
 
-  receive_thread_realtime ();
+/* GStreamer 1.22's srtsrc and its GstSRTObject (gstsrtsrc.h, gstsrtobject.h,
+ * gstsrtobject.c of 1.22.0), as far as the element reads them */
+typedef struct
+{
+  GstElement *element;
+  GstUri *uri;
+  GstStructure *parameters;
+  gboolean opened;
+  int sock;
+  gint poll_id;
+  gboolean sent_headers;
+  GTask *listener_task;
+  int listener_sock;
+  gint listener_poll_id;
+  GThread *thread;
+  GMutex sock_lock;
+  GCond sock_cond;
+  GList *callers;
+} SrtObject122;
 
-  note->address = address_text (address);
-  note->at = g_get_monotonic_time ();
-  g_private_replace (&peer_key, note);
-  return TRUE;
+typedef struct
+{
+  GstPushSrc parent;
+  GstCaps *caps;
+  SrtObject122 *srtobject;
+} SrtSrc122;
+
+typedef struct
+{
+  int sock;
+  gint poll_id;
+  GSocketAddress *sockaddr;
+  gboolean sent_headers;
+} SrtCaller122;
+
+static int
+find_libsrt (struct dl_phdr_info *info, size_t size, void *data)
+{
+  const gchar *base = info->dlpi_name ? strrchr (info->dlpi_name, '/') : NULL;
+
+  if (base != NULL && g_str_has_prefix (base, "/libsrt")) {
+    *(gchar **) data = g_strdup (info->dlpi_name);
+    return 1;
+  }
+  return 0;
+}
+
+/* libsrt as srtsrc's plugin loaded it (the plugin is loaded with local
+ * symbols, so the library is found by name among the loaded objects) */
+static gboolean
+bind_libsrt (void)
+{
+  static gsize done = 0;
+  static gboolean ok = FALSE;
+
+  if (g_once_init_enter (&done)) {
+    gchar *path = NULL;
+    void *lib;
+
+    dl_iterate_phdr (find_libsrt, &path);
+    lib = path != NULL ? dlopen (path, RTLD_NOW | RTLD_NOLOAD) : NULL;
+    if (lib != NULL) {
+      srt.epoll_create = dlsym (lib, "srt_epoll_create");
+      srt.epoll_add_usock = dlsym (lib, "srt_epoll_add_usock");
+      srt.epoll_remove_usock = dlsym (lib, "srt_epoll_remove_usock");
+      srt.epoll_wait = dlsym (lib, "srt_epoll_wait");
+      srt.epoll_release = dlsym (lib, "srt_epoll_release");
+      srt.accept = dlsym (lib, "srt_accept");
+      srt.close = dlsym (lib, "srt_close");
+      ok = srt.epoll_create && srt.epoll_add_usock && srt.epoll_remove_usock
+          && srt.epoll_wait && srt.epoll_release && srt.accept && srt.close;
+    }
+    GST_INFO ("libsrt %s%s", path ? path : "not loaded",
+        ok ? "" : ": no caller takeover");
+    g_free (path);
+    g_once_init_leave (&done, 1);
+  }
+  return ok;
+}
+
+/* srtsrc's GstSRTObject when it is laid out as in GStreamer 1.22, else NULL */
+static SrtObject122 *
+srt_object_of (GstElement * srtsrc)
+{
+  GstElementFactory *factory = gst_element_get_factory (srtsrc);
+  GstPlugin *plugin = factory != NULL ?
+      gst_plugin_feature_get_plugin (GST_PLUGIN_FEATURE (factory)) : NULL;
+  const gchar *version = plugin != NULL ? gst_plugin_get_version (plugin) : NULL;
+  SrtObject122 *object = NULL;
+
+  if (version != NULL && g_str_has_prefix (version, "1.22.")
+      && strcmp (G_OBJECT_TYPE_NAME (srtsrc), "GstSRTSrc") == 0) {
+    object = ((SrtSrc122 *) srtsrc)->srtobject;
+    if (object == NULL || object->element != srtsrc)
+      object = NULL;
+  }
+  if (plugin != NULL)
+    gst_object_unref (plugin);
+  return object;
+}
+
+static GstPadProbeReturn
+on_srtsrc_buffer (GstPad * pad, GstPadProbeInfo * info, gpointer user_data)
+{
+  GstSrtAccess *self = user_data;
+
+  /* 64-bit stores are atomic on the targets the engine runs on */
+  self->last_buffer = g_get_monotonic_time ();
+  return GST_PAD_PROBE_OK;
 }
 
 static void
-on_caller_added (GstElement * srtsrc, gint unused, GSocketAddress * address,
-    gpointer user_data)
+post_accepted (GstSrtAccess * self, GSocketAddress * address,
+    gboolean replaced)
 {
-  GstElement *element = GST_ELEMENT (user_data);
   gchar *peer = address_text (address);
   GstStructure *s = gst_structure_new ("srtaccess", "event", G_TYPE_STRING,
       "accepted", NULL);
 
   if (peer != NULL)
     gst_structure_set (s, "peer", G_TYPE_STRING, peer, NULL);
+  if (replaced)
+    gst_structure_set (s, "replaced", G_TYPE_BOOLEAN, TRUE, NULL);
   g_free (peer);
-  post_event (element, s);
+  post_event (GST_ELEMENT (self), s);
+}
+
+/* Waits up to TAKEOVER_WAIT_MS for libsrt to queue the caller on srtsrc's
+ * listener and takes it (non-blocking listener: srt_accept would not wait) */
+static int
+accept_queued (int listener, GSocketAddress ** address)
+{
+  union
+  {
+    struct sockaddr_storage ss;
+    struct sockaddr sa;
+  } peer;
+  int len = sizeof peer;
+  int eid = srt.epoll_create ();
+  int events = SRT_EPOLL_IN_FLAG | SRT_EPOLL_ERR_FLAG;
+  int ready = SRT_INVALID, n = 1;
+  int sock = SRT_INVALID;
+
+  if (eid < 0)
+    return SRT_INVALID;
+  if (srt.epoll_add_usock (eid, listener, &events) == 0
+      && srt.epoll_wait (eid, &ready, &n, NULL, NULL, TAKEOVER_WAIT_MS,
+          NULL, NULL, NULL, NULL) > 0)
+    sock = srt.accept (listener, &peer.sa, &len);
+  srt.epoll_release (eid);
+  if (sock != SRT_INVALID)
+    *address = g_socket_address_new_from_native (&peer.sa, (gsize) len);
+  return sock;
+}
+
+/* The takeover thread: the new caller in the held one's place */
+static gpointer
+take_over (gpointer data)
+{
+  GstSrtAccess *self = data;
+  GstElement *srtsrc = NULL;
+  SrtObject122 *object;
+  GSocketAddress *address = NULL, *old_address = NULL;
+  int listener, sock, stale = SRT_INVALID;
+  int events = SRT_EPOLL_IN_FLAG | SRT_EPOLL_ERR_FLAG;
+
+  GST_OBJECT_LOCK (self);
+  if (self->srtsrc != NULL)
+    srtsrc = gst_object_ref (self->srtsrc);
+  GST_OBJECT_UNLOCK (self);
+  object = srtsrc != NULL ? srt_object_of (srtsrc) : NULL;
+  if (object == NULL)
+    goto done;
+
+  g_mutex_lock (&object->sock_lock);
+  listener = object->listener_sock;
+  g_mutex_unlock (&object->sock_lock);
+  sock = listener != SRT_INVALID ? accept_queued (listener, &address) :
+      SRT_INVALID;
+  if (sock == SRT_INVALID) {
+    GST_INFO_OBJECT (self, "the new caller did not reach srtsrc's listener");
+    goto done;
+  }
+
+  g_mutex_lock (&object->sock_lock);
+  /* srtsrc re-opened its listener meanwhile (its caller ended: the caller
+   * taken from the old one has nowhere to go), or holds no caller */
+  if (object->listener_sock == listener && object->callers != NULL) {
+    SrtCaller122 *caller = object->callers->data;
+
+    /* in first, then the dead one out: srtsrc's read never sees an empty
+     * set (it would take that for the end of its caller) */
+    if (srt.epoll_add_usock (caller->poll_id, sock, &events) == 0) {
+      stale = caller->sock;
+      srt.epoll_remove_usock (caller->poll_id, stale);
+      caller->sock = sock;
+      old_address = caller->sockaddr;
+      caller->sockaddr = g_object_ref (address);
+      sock = SRT_INVALID;
+    }
+  }
+  g_mutex_unlock (&object->sock_lock);
+
+  if (sock != SRT_INVALID) {
+    GST_WARNING_OBJECT (self, "could not hand the new caller to srtsrc");
+    srt.close (sock);
+    goto done;
+  }
+  if (stale != SRT_INVALID)
+    srt.close (stale);
+  self->held_since = g_get_monotonic_time ();
+  g_atomic_int_set (&self->held, 1);
+  GST_INFO_OBJECT (self, "new caller in place of an idle one");
+  post_accepted (self, address, TRUE);
+
+done:
+  g_clear_object (&old_address);
+  g_clear_object (&address);
+  if (srtsrc != NULL)
+    gst_object_unref (srtsrc);
+  g_atomic_int_set (&self->taking_over, 0);
+  gst_object_unref (self);
+  return NULL;
+}
+
+/* In libsrt's receive thread: refuse the caller (FALSE) while the held one
+ * delivers, start a takeover when the held one is idle. Takes no lock
+ * srtsrc holds while it closes its listener (that waits for this thread). */
+static gboolean
+decide_caller (GstSrtAccess * self, PeerNote * note)
+{
+  gint reconnect_ms = g_atomic_int_get (&self->reconnect_ms);
+  gint64 now = g_get_monotonic_time (), active;
+  GThread *thread;
+
+  if (reconnect_ms <= 0 || !g_atomic_int_get (&self->held)
+      || !bind_libsrt ())
+    return TRUE;
+  active = MAX (self->last_buffer, self->held_since);
+  if (now - active < (gint64) reconnect_ms * 1000) {
+    note->busy = TRUE;
+    return FALSE;
+  }
+  if (!g_atomic_int_compare_and_exchange (&self->taking_over, 0, 1)) {
+    /* another caller is being put in place */
+    note->busy = TRUE;
+    return FALSE;
+  }
+  thread = g_thread_try_new ("srtaccess-takeover", take_over,
+      gst_object_ref (self), NULL);
+  if (thread == NULL) {
+    g_atomic_int_set (&self->taking_over, 0);
+    gst_object_unref (self);
+    return TRUE;
+  }
+  g_thread_unref (thread);
+  return TRUE;
+}
+
+/* ---- srtsrc's signals ------------------------------------------------- */
+
+/* libsrt's listen callback, in its receive thread: note who is calling,
+ * refuse them while the held caller delivers, else let the handshake go on
+ * (libsrt itself checks the passphrase after it) */
+static gboolean
+on_caller_connecting (GstElement * srtsrc, GSocketAddress * address,
+    const gchar * stream_id, gpointer user_data)
+{
+  PeerNote *note = g_new0 (PeerNote, 1);
+  gboolean let_in;
+
+  receive_thread_realtime ();
+
+  note->address = address_text (address);
+  note->at = g_get_monotonic_time ();
+  let_in = decide_caller (GST_SRT_ACCESS (user_data), note);
+  if (!let_in)
+    GST_INFO_OBJECT (user_data, "caller %s refused: the held caller delivers",
+        note->address ? note->address : "?");
+  g_private_replace (&peer_key, note);
+  return let_in;
+}
+
+static void
+on_caller_added (GstElement * srtsrc, gint unused, GSocketAddress * address,
+    gpointer user_data)
+{
+  GstSrtAccess *self = GST_SRT_ACCESS (user_data);
+
+  self->held_since = g_get_monotonic_time ();
+  g_atomic_int_set (&self->held, 1);
+  post_accepted (self, address, FALSE);
+}
+
+static void
+on_caller_removed (GstElement * srtsrc, gint unused, GSocketAddress * address,
+    gpointer user_data)
+{
+  g_atomic_int_set (&GST_SRT_ACCESS (user_data)->held, 0);
 }
 
 /* ---- the passphrase --------------------------------------------------- */
@@ -453,14 +789,43 @@ find_sibling (GstSrtAccess * self, const gchar * name)
 static void
 disconnect_source (GstSrtAccess * self)
 {
+  GstElement *srtsrc;
+
+  if (self->srtsrc_pad != NULL && self->probe_id != 0)
+    gst_pad_remove_probe (self->srtsrc_pad, self->probe_id);
+  self->probe_id = 0;
+  gst_clear_object (&self->srtsrc_pad);
   if (self->srtsrc == NULL)
     return;
   if (self->connecting_id != 0)
     g_signal_handler_disconnect (self->srtsrc, self->connecting_id);
   if (self->added_id != 0)
     g_signal_handler_disconnect (self->srtsrc, self->added_id);
-  self->connecting_id = self->added_id = 0;
-  gst_clear_object (&self->srtsrc);
+  if (self->removed_id != 0)
+    g_signal_handler_disconnect (self->srtsrc, self->removed_id);
+  self->connecting_id = self->added_id = self->removed_id = 0;
+  g_atomic_int_set (&self->held, 0);
+  GST_OBJECT_LOCK (self);
+  srtsrc = g_steal_pointer (&self->srtsrc);
+  GST_OBJECT_UNLOCK (self);
+  gst_object_unref (srtsrc);
+}
+
+/* the caller takeover: srtsrc's buffers timed, libsrt bound, 1.22 checked */
+static void
+watch_source (GstSrtAccess * self, GstElement * srtsrc)
+{
+  if (srt_object_of (srtsrc) == NULL || !bind_libsrt ()) {
+    GST_WARNING_OBJECT (self, "%s is not GStreamer 1.22's srtsrc over libsrt: "
+        "a caller that calls again waits for the held one to time out",
+        GST_ELEMENT_NAME (srtsrc));
+    return;
+  }
+  self->srtsrc_pad = gst_element_get_static_pad (srtsrc, "src");
+  if (self->srtsrc_pad != NULL)
+    self->probe_id = gst_pad_add_probe (self->srtsrc_pad,
+        GST_PAD_PROBE_TYPE_BUFFER | GST_PAD_PROBE_TYPE_BUFFER_LIST,
+        on_srtsrc_buffer, self, NULL);
 }
 
 /* srtsrc 1.22 emits caller-connecting only with "authentication" on, which
@@ -508,11 +873,16 @@ start (GstSrtAccess * self)
       g_weak_ref_set (&hook.element, self);
     }
     enable_caller_connecting (srtsrc);
+    GST_OBJECT_LOCK (self);
     self->srtsrc = gst_object_ref (srtsrc);
+    GST_OBJECT_UNLOCK (self);
     self->connecting_id = g_signal_connect (srtsrc, "caller-connecting",
-        G_CALLBACK (on_caller_connecting), NULL);
+        G_CALLBACK (on_caller_connecting), self);
     self->added_id = g_signal_connect (srtsrc, "caller-added",
         G_CALLBACK (on_caller_added), self);
+    self->removed_id = g_signal_connect (srtsrc, "caller-removed",
+        G_CALLBACK (on_caller_removed), self);
+    watch_source (self, srtsrc);
   } else if (ok) {
     GST_WARNING_OBJECT (self, "no srtsrc named \"%s\": no caller reports",
         source ? source : "");
@@ -567,6 +937,9 @@ gst_srt_access_set_property (GObject * object, guint prop_id,
     case PROP_PASSPHRASE_FD:
       self->passphrase_fd = g_value_get_int (value);
       break;
+    case PROP_RECONNECT_MS:
+      g_atomic_int_set (&self->reconnect_ms, (gint) g_value_get_uint (value));
+      break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
       break;
@@ -587,6 +960,9 @@ gst_srt_access_get_property (GObject * object, guint prop_id,
       break;
     case PROP_PASSPHRASE_FD:
       g_value_set_int (value, self->passphrase_fd);
+      break;
+    case PROP_RECONNECT_MS:
+      g_value_set_uint (value, (guint) g_atomic_int_get (&self->reconnect_ms));
       break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
@@ -633,12 +1009,20 @@ gst_srt_access_class_init (GstSrtAccessClass * klass)
           "closed (-1: none)", -1, G_MAXINT, DEFAULT_FD,
           G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
           GST_PARAM_MUTABLE_READY));
+  g_object_class_install_property (gobject_class, PROP_RECONNECT_MS,
+      g_param_spec_uint ("reconnect-ms", "Reconnect after",
+          "A new caller replaces the held one when that has delivered nothing "
+          "for this long (ms); while it delivers, new callers are refused. "
+          "0: off (srtsrc's own behaviour)", 0, MAX_RECONNECT_MS,
+          DEFAULT_RECONNECT_MS, G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS |
+          GST_PARAM_MUTABLE_PLAYING));
 
   element_class->change_state = gst_srt_access_change_state;
   gst_element_class_set_static_metadata (element_class,
       "SRT listener access", "Generic",
-      "Sets a sibling srtsrc's passphrase from a file descriptor and reports "
-      "the callers libsrt refuses", "audio-engine");
+      "Sets a sibling srtsrc's passphrase from a file descriptor, reports "
+      "the callers libsrt refuses and puts a returning caller in place of an "
+      "idle one", "audio-engine");
 
   GST_DEBUG_CATEGORY_INIT (srt_access_debug, "srtaccess", 0,
       "SRT listener access");
@@ -651,4 +1035,5 @@ gst_srt_access_init (GstSrtAccess * self)
   self->source = g_strdup (DEFAULT_SOURCE);
   self->passphrase_fd = DEFAULT_FD;
   self->fd_read = -1;
+  self->reconnect_ms = DEFAULT_RECONNECT_MS;
 }
