@@ -22,6 +22,7 @@ function input(message: InputConfig): Json {
     latency: message.latency,
     passphrase: message.passphrase,
     pbkeylen: message.pbkeylen,
+    reconnect_ms: message.reconnect_ms,
   });
 }
 

@@ -102,6 +102,7 @@ function inputToProto(input: SrtInputView): InputConfig {
     latency: input.latency,
     passphrase: input.passphrase, // "set" or absent: the view never holds the secret
     pbkeylen: input.pbkeylen,
+    reconnect_ms: input.reconnect_ms,
   };
 }
 

@@ -69,7 +69,7 @@ export type SrtAccessEvent =
       reason: string;
       /** The listener has a passphrase. */
       passphrase: boolean;
-      /** Refused by the element: the connected caller is delivering (reject code 1000 then). */
+      /** Refused by the element: the connected caller is delivering (reject code 0, or 1000 in the handshake). */
       busy: boolean;
     };
 

@@ -61,14 +61,19 @@
  *    caller that vanished without closing); it then closes its listener and
  *    opens a new one, and a caller that called in between (queued on the old
  *    listener) goes with it. With "reconnect-ms" above 0 the element decides
- *    in caller-connecting: while the held caller has delivered a buffer on
- *    srtsrc's src pad within reconnect-ms (or was taken that recently), the
- *    new caller is refused (event "rejected" with busy=true); otherwise it is
- *    let in, and a thread of the element takes it off srtsrc's listener
- *    (srt_accept) and puts it in the held caller's place: into the epoll set
- *    srtsrc's read waits on, before the dead socket is taken out and closed.
+ *    in caller-connecting: while srtsrc holds a caller, the new one is let
+ *    in and a thread of the element takes it off srtsrc's listener
+ *    (srt_accept) and waits until the held caller has delivered no buffer on
+ *    srtsrc's src pad for reconnect-ms. If the held caller delivers
+ *    throughout reconnect-ms + 0.5 s, the new connection is closed (event
+ *    "rejected", busy=true, reject-code 0); otherwise the new socket goes in
+ *    the held caller's place: into the epoll set srtsrc's read waits on,
+ *    before the dead socket is taken out and closed. A caller while a
+ *    thread runs is refused in the handshake (busy=true, libsrt's 1000).
  *    srtsrc's read loop then receives from the new socket without noticing;
- *    its listener stays open. This reads srtsrc's private structures as
+ *    its listener stays open. A held socket that has already ended (srtsrc
+ *    is about to close it and re-open) is left to srtsrc; the thread waits
+ *    for that and gives srtsrc the new caller as its next one. This reads srtsrc's private structures as
  *    GStreamer 1.22 lays them out (checked: plugin version 1.22.x, the
  *    object pointing back at the element) and calls libsrt through the
  *    library srtsrc loaded; with another GStreamer the element does neither
@@ -370,7 +375,11 @@ static struct
   int (*epoll_release) (int eid);
   int (*accept) (int sock, struct sockaddr * addr, int *addrlen);
   int (*close) (int sock);
+  int (*getsockstate) (int sock);
 } srt;
+
+/* SRT_SOCKSTATUS: SRTS_BROKEN, the first of the ended states */
+#define SRTS_BROKEN_STATE    6
 
 /* GStreamer 1.22's srtsrc and its GstSRTObject (gstsrtsrc.h, gstsrtobject.h,
  * gstsrtobject.c of 1.22.0), as far as the element reads them */
@@ -441,7 +450,8 @@ bind_libsrt (void)
       srt.epoll_release = dlsym (lib, "srt_epoll_release");
       srt.accept = dlsym (lib, "srt_accept");
       srt.close = dlsym (lib, "srt_close");
-      ok = srt.epoll_create && srt.epoll_add_usock && srt.epoll_remove_usock
+      srt.getsockstate = dlsym (lib, "srt_getsockstate");
+      ok = srt.getsockstate && srt.epoll_create && srt.epoll_add_usock && srt.epoll_remove_usock
           && srt.epoll_wait && srt.epoll_release && srt.accept && srt.close;
     }
     GST_INFO ("libsrt %s%s", path ? path : "not loaded",
@@ -527,6 +537,105 @@ accept_queued (int listener, GSocketAddress ** address)
   return sock;
 }
 
+typedef enum
+{
+  HAND_OVER_DONE,
+  HAND_OVER_LATER,              /* srtsrc is ending its caller: wait */
+  HAND_OVER_NEVER
+} HandOver;
+
+/* srtsrc's read wakes every poll-timeout; its close and re-open take as long */
+#define HANDOVER_TRIES   200
+#define HANDOVER_WAIT_US (10 * 1000)
+
+/* Under srtsrc's caller lock: the new socket into the held caller's place
+ * (its old socket in *stale), or, when srtsrc has ended its caller and waits
+ * for one, as its caller, as srtsrc's own listener thread would add it */
+static HandOver
+hand_over (SrtObject122 * object, int listener, int sock,
+    GSocketAddress * address, int *stale, GSocketAddress ** old_address)
+{
+  int events = SRT_EPOLL_IN_FLAG | SRT_EPOLL_ERR_FLAG;
+  SrtCaller122 *caller;
+
+  if (object->callers == NULL) {
+    caller = g_new0 (SrtCaller122, 1);
+    caller->poll_id = srt.epoll_create ();
+    if (caller->poll_id < 0
+        || srt.epoll_add_usock (caller->poll_id, sock, &events) != 0) {
+      if (caller->poll_id >= 0)
+        srt.epoll_release (caller->poll_id);
+      g_free (caller);
+      return HAND_OVER_NEVER;
+    }
+    caller->sock = sock;
+    caller->sockaddr = g_object_ref (address);
+    object->callers = g_list_prepend (object->callers, caller);
+    g_cond_signal (&object->sock_cond);
+    return HAND_OVER_DONE;
+  }
+  if (object->listener_sock != listener)
+    return HAND_OVER_NEVER;     /* srtsrc took another caller meanwhile */
+  caller = object->callers->data;
+  /* the held socket has ended: srtsrc's read returns and srtsrc closes it,
+   * with whatever socket its entry then holds; hand over after that */
+  if (srt.getsockstate (caller->sock) >= SRTS_BROKEN_STATE)
+    return HAND_OVER_LATER;
+  /* in first, then the dead one out: srtsrc's read never sees an empty set
+   * (it would take that for the end of its caller) */
+  if (srt.epoll_add_usock (caller->poll_id, sock, &events) != 0)
+    return HAND_OVER_NEVER;
+  *stale = caller->sock;
+  srt.epoll_remove_usock (caller->poll_id, *stale);
+  caller->sock = sock;
+  *old_address = caller->sockaddr;
+  caller->sockaddr = g_object_ref (address);
+  return HAND_OVER_DONE;
+}
+
+/* Until the held caller has delivered nothing for reconnect-ms (TRUE), or
+ * it delivered throughout reconnect-ms plus BUSY_GRACE_US (FALSE) */
+#define BUSY_GRACE_US (500 * 1000)
+
+static gboolean
+wait_idle (GstSrtAccess * self)
+{
+  gint64 reconnect_us = (gint64) g_atomic_int_get (&self->reconnect_ms) * 1000;
+  gint64 deadline = g_get_monotonic_time () + reconnect_us + BUSY_GRACE_US;
+
+  for (;;) {
+    gint64 now = g_get_monotonic_time ();
+
+    if (!g_atomic_int_get (&self->held)
+        || now - MAX (self->last_buffer, self->held_since) >= reconnect_us)
+      return TRUE;
+    if (now >= deadline)
+      return FALSE;
+    g_usleep (HANDOVER_WAIT_US);
+  }
+}
+
+/* A caller let in while the held one delivered, closed again: said as a
+ * refusal (reject-code 0: the element's, not libsrt's) */
+static void
+post_busy (GstSrtAccess * self, GSocketAddress * address)
+{
+  gchar *peer = address_text (address);
+  GstStructure *s = gst_structure_new ("srtaccess", "event", G_TYPE_STRING,
+      "rejected", NULL);
+
+  if (peer != NULL)
+    gst_structure_set (s, "peer", G_TYPE_STRING, peer, NULL);
+  gst_structure_set (s, "reject-code", G_TYPE_INT, 0, "reason", G_TYPE_STRING,
+      "the connected caller is delivering", "passphrase", G_TYPE_BOOLEAN,
+      g_atomic_int_get (&hook.has_passphrase) != 0, "busy", G_TYPE_BOOLEAN,
+      TRUE, NULL);
+  GST_INFO_OBJECT (self, "caller %s closed: the held caller delivers",
+      peer ? peer : "?");
+  g_free (peer);
+  post_event (GST_ELEMENT (self), s);
+}
+
 /* The takeover thread: the new caller in the held one's place */
 static gpointer
 take_over (gpointer data)
@@ -536,7 +645,6 @@ take_over (gpointer data)
   SrtObject122 *object;
   GSocketAddress *address = NULL, *old_address = NULL;
   int listener, sock, stale = SRT_INVALID;
-  int events = SRT_EPOLL_IN_FLAG | SRT_EPOLL_ERR_FLAG;
 
   GST_OBJECT_LOCK (self);
   if (self->srtsrc != NULL)
@@ -556,24 +664,25 @@ take_over (gpointer data)
     goto done;
   }
 
-  g_mutex_lock (&object->sock_lock);
-  /* srtsrc re-opened its listener meanwhile (its caller ended: the caller
-   * taken from the old one has nowhere to go), or holds no caller */
-  if (object->listener_sock == listener && object->callers != NULL) {
-    SrtCaller122 *caller = object->callers->data;
-
-    /* in first, then the dead one out: srtsrc's read never sees an empty
-     * set (it would take that for the end of its caller) */
-    if (srt.epoll_add_usock (caller->poll_id, sock, &events) == 0) {
-      stale = caller->sock;
-      srt.epoll_remove_usock (caller->poll_id, stale);
-      caller->sock = sock;
-      old_address = caller->sockaddr;
-      caller->sockaddr = g_object_ref (address);
-      sock = SRT_INVALID;
-    }
+  if (!wait_idle (self)) {
+    post_busy (self, address);
+    srt.close (sock);
+    goto done;
   }
-  g_mutex_unlock (&object->sock_lock);
+
+  for (gint tries = 0; sock != SRT_INVALID && tries < HANDOVER_TRIES; tries++) {
+    HandOver step;
+
+    g_mutex_lock (&object->sock_lock);
+    step = hand_over (object, listener, sock, address, &stale, &old_address);
+    g_mutex_unlock (&object->sock_lock);
+    if (step == HAND_OVER_DONE)
+      sock = SRT_INVALID;
+    else if (step == HAND_OVER_NEVER)
+      break;
+    else
+      g_usleep (HANDOVER_WAIT_US);
+  }
 
   if (sock != SRT_INVALID) {
     GST_WARNING_OBJECT (self, "could not hand the new caller to srtsrc");
@@ -597,24 +706,19 @@ done:
   return NULL;
 }
 
-/* In libsrt's receive thread: refuse the caller (FALSE) while the held one
- * delivers, start a takeover when the held one is idle. Takes no lock
- * srtsrc holds while it closes its listener (that waits for this thread). */
+/* In libsrt's receive thread: while srtsrc holds a caller, start a takeover
+ * thread for the new one (or refuse it, FALSE, while one runs). Takes no
+ * lock srtsrc holds while it closes its listener (that waits for this
+ * thread). */
 static gboolean
 decide_caller (GstSrtAccess * self, PeerNote * note)
 {
   gint reconnect_ms = g_atomic_int_get (&self->reconnect_ms);
-  gint64 now = g_get_monotonic_time (), active;
   GThread *thread;
 
   if (reconnect_ms <= 0 || !g_atomic_int_get (&self->held)
       || !bind_libsrt ())
     return TRUE;
-  active = MAX (self->last_buffer, self->held_since);
-  if (now - active < (gint64) reconnect_ms * 1000) {
-    note->busy = TRUE;
-    return FALSE;
-  }
   if (!g_atomic_int_compare_and_exchange (&self->taking_over, 0, 1)) {
     /* another caller is being put in place */
     note->busy = TRUE;
@@ -634,7 +738,7 @@ decide_caller (GstSrtAccess * self, PeerNote * note)
 /* ---- srtsrc's signals ------------------------------------------------- */
 
 /* libsrt's listen callback, in its receive thread: note who is calling,
- * refuse them while the held caller delivers, else let the handshake go on
+ * start a takeover when srtsrc holds a caller, and let the handshake go on
  * (libsrt itself checks the passphrase after it) */
 static gboolean
 on_caller_connecting (GstElement * srtsrc, GSocketAddress * address,
@@ -649,7 +753,7 @@ on_caller_connecting (GstElement * srtsrc, GSocketAddress * address,
   note->at = g_get_monotonic_time ();
   let_in = decide_caller (GST_SRT_ACCESS (user_data), note);
   if (!let_in)
-    GST_INFO_OBJECT (user_data, "caller %s refused: the held caller delivers",
+    GST_INFO_OBJECT (user_data, "caller %s refused: another is being taken",
         note->address ? note->address : "?");
   g_private_replace (&peer_key, note);
   return let_in;

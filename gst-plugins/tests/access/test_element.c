@@ -54,11 +54,14 @@ GST_START_TEST (test_properties)
   GstElement *e = gst_element_factory_make ("srtaccess", NULL);
   gchar *source = NULL;
   gint fd = 0;
+  guint reconnect_ms = 0;
 
   fail_unless (e != NULL);
-  g_object_get (e, "source", &source, "passphrase-fd", &fd, NULL);
+  g_object_get (e, "source", &source, "passphrase-fd", &fd, "reconnect-ms",
+      &reconnect_ms, NULL);
   fail_unless_equals_string (source, "src");
   fail_unless_equals_int (fd, -1);
+  fail_unless_equals_int (reconnect_ms, 500);
   fail_unless (e->numpads == 0);
   g_free (source);
   gst_object_unref (e);

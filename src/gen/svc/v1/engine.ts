@@ -117,7 +117,14 @@ export interface InputConfig {
     | string
     | undefined;
   /** SRT key length, bytes: 16, 24 or 32. Only with a passphrase; default 16 then. */
-  pbkeylen?: number | undefined;
+  pbkeylen?:
+    | number
+    | undefined;
+  /**
+   * A new caller replaces the connected one once that has delivered nothing for this long,
+   * milliseconds: 50-10000. Absent: 500 (docs/failover.md, "A caller that calls again").
+   */
+  reconnect_ms?: number | undefined;
 }
 
 /** One band of the "eq" plugin (RBJ peaking filter). */
@@ -893,7 +900,14 @@ export const PtpStatus: MessageFns<PtpStatus> = {
 };
 
 function createBaseInputConfig(): InputConfig {
-  return { type: "", port: undefined, latency: undefined, passphrase: undefined, pbkeylen: undefined };
+  return {
+    type: "",
+    port: undefined,
+    latency: undefined,
+    passphrase: undefined,
+    pbkeylen: undefined,
+    reconnect_ms: undefined,
+  };
 }
 
 export const InputConfig: MessageFns<InputConfig> = {
@@ -912,6 +926,9 @@ export const InputConfig: MessageFns<InputConfig> = {
     }
     if (message.pbkeylen !== undefined) {
       writer.uint32(40).int32(message.pbkeylen);
+    }
+    if (message.reconnect_ms !== undefined) {
+      writer.uint32(48).int32(message.reconnect_ms);
     }
     return writer;
   },
@@ -969,6 +986,14 @@ export const InputConfig: MessageFns<InputConfig> = {
             message.pbkeylen = reader.int32();
             continue;
           }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.reconnect_ms = reader.int32();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -991,6 +1016,7 @@ export const InputConfig: MessageFns<InputConfig> = {
     message.latency = object.latency ?? undefined;
     message.passphrase = object.passphrase ?? undefined;
     message.pbkeylen = object.pbkeylen ?? undefined;
+    message.reconnect_ms = object.reconnect_ms ?? undefined;
     return message;
   },
 };
