@@ -44,6 +44,9 @@ function readBody(request: IncomingMessage): Promise<string> {
 
 export async function startTestRegistry(host = '127.0.0.1', resources = new Map<string, Map<string, Record<string, unknown>>>()): Promise<TestRegistry> {
   const schemas = nmosSchemas('is-04');
+  // The validator compiled before listening: compiled at the first POST it took seconds on a
+  // loaded machine, past the node's 2 s time-out, and the node moved on to the next registry.
+  schemas.errors('registrationapi-resource-post-request.json', {});
   let unavailable = false;
   const heartbeats: number[] = [];
   const invalid: string[] = [];

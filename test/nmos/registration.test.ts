@@ -40,18 +40,6 @@ async function silentServer(): Promise<{ url: string; close: () => Promise<void>
   };
 }
 
-/**
- * One invalid POST, forgotten: the registry compiles its schemas (seconds on a loaded machine,
- * blocking this process's event loop, where the node's HTTP time-outs run too).
- */
-async function warm(...registries: TestRegistry[]): Promise<void> {
-  for (const registry of registries) {
-    await fetch(`${registry.url}/x-nmos/registration/v1.3/resource`, { method: 'POST', body: '{}', headers: { 'content-type': 'application/json' } });
-    registry.events.length = 0;
-    registry.invalid.length = 0;
-  }
-}
-
 const nodePosts = (registry: TestRegistry): RegistryEvent[] => registry.events.filter((e) => e.method === 'POST' && e.path.endsWith('/resource'));
 const heartbeatsOf = (registry: TestRegistry): RegistryEvent[] => registry.events.filter((e) => e.path.includes('/health/nodes/'));
 
@@ -74,7 +62,6 @@ void t.test('fail-over on 503 and on a time-out: a heartbeat first at the next r
   const silent = await silentServer();
   const outside = await startTestRegistry();
   t.teardown(() => Promise.all([a, b, d, outside].map((r) => r.close())).then(() => silent.close()));
-  await warm(a, b, d, outside);
   let urls = [a.url, b.url, silent.url, d.url];
   const found: boolean[] = [];
   let eventsAtFirstChoice = -1;
@@ -89,18 +76,21 @@ void t.test('fail-over on 503 and on a time-out: a heartbeat first at the next r
   t.equal(eventsAtFirstChoice, 0, 'onRegistry(true) (the advertisement withdrawn) before the registry is contacted');
   t.same(a.invalid, [], 'every body valid');
   t.ok(cluster.get('sender')?.size === 2 && cluster.get('flow')?.size === 2, 'node, device, two sources, flows and senders registered');
+  await eventually('the node on a', () => node.registry === a.url);
   t.equal(node.registry, a.url);
 
   a.setUnavailable(true);
   await eventually('a heartbeat at the second registry', () => b.heartbeats.length >= 1);
   t.match(b.events[0], { method: 'POST', path: /\/health\/nodes\//, status: 200 }, 'its first request: a heartbeat, answered 200');
   t.same(nodePosts(b), [], 'nothing re-registered at the second registry');
+  await eventually('the node on b', () => node.registry === b.url);
   t.equal(node.registry, b.url);
 
   b.setUnavailable(true);
   await eventually('a heartbeat at the registry after the one that times out', () => d.heartbeats.length >= 1);
   t.match(d.events[0], { method: 'POST', path: /\/health\/nodes\//, status: 200 }, 'a heartbeat first');
   t.same(nodePosts(d), [], 'nothing re-registered');
+  await eventually('the node on d', () => node.registry === d.url);
   t.equal(node.registry, d.url);
   t.notOk(found.includes(false), 'never without a registry: no advertisement during the fail-overs');
 
@@ -117,7 +107,6 @@ void t.test('a 200 to the first registration: the stale node DELETEd, then regis
   const model = testModel();
   const registry = await startTestRegistry();
   t.teardown(() => registry.close());
-  await warm(registry);
   // The registry still holds the node from an earlier run of the engine.
   registry.resources.set('node', new Map([[model.nodeId, { ...model.snapshot().node }]]));
   const node = registration(() => [registry.url]);
