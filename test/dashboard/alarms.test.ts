@@ -4,7 +4,7 @@
  */
 import t from 'tap';
 import type { Tile } from '../../src/dashboard/live-feed.js';
-import { alarmsOf, countAlarms, filterRows, hostAlarms, severityOf, sortRows, trackOnsets, type Row } from '../../src/dashboard/public/alarms.js';
+import { alarmsOf, countAlarms, filterRows, hostAlarms, LATCH_MS, severityOf, sortRows, trackOnsets, type Row } from '../../src/dashboard/public/alarms.js';
 
 const NOW = Date.parse('2030-01-01T00:00:00Z');
 
@@ -74,7 +74,7 @@ void t.test('PTP is the host\'s alarm', async (t) => {
 });
 
 void t.test('rows: alarms first, newest onset first, a fixed onset per alarm, filters, counts', async (t) => {
-  const onsets = new Map<string, number>();
+  const onsets = new Map<string, { at: number; endedAt: number | null }>();
   const row = (key: string, name: string, x: Tile, now = NOW): Row => {
     const alarms = alarmsOf(x, { now });
     return { key, name, alarms, onset: trackOnsets(onsets, key, alarms, now) };
@@ -88,12 +88,16 @@ void t.test('rows: alarms first, newest onset first, a fixed onset per alarm, fi
   ];
   t.same(sortRows(rows).map((r) => r.name), ['Charlie', 'Delta', 'Bravo', 'Echo', 'Alpha'],
     'alarms newest first (behind: first seen now; input lost 2 s ago; 300 s ago), then the warning, then the healthy row');
-  t.equal(onsets.get('pipeline:b|input-lost'), NOW - 300_000, 'the onset of an input loss is the engine\'s silence length');
+  t.equal(onsets.get('pipeline:b|input-lost')?.at, NOW - 300_000, 'the onset of an input loss is the engine\'s silence length');
   // A later frame: Bravo's silence grew; its onset stays, the order does not change.
   const later = row('pipeline:b', 'Bravo', tile({ input_state: 'waiting', silence_seconds: 301.3 }), NOW + 1000);
   t.equal(later.onset, NOW - 300_000, 'the onset is kept from frame to frame');
   row('pipeline:b', 'Bravo', tile({}), NOW + 2000);
-  t.notOk(onsets.has('pipeline:b|input-lost'), 'an alarm that ended is forgotten');
+  const back = row('pipeline:b', 'Bravo', tile({ input_state: 'waiting', silence_seconds: 1 }), NOW + 2000 + LATCH_MS);
+  t.equal(back.onset, NOW - 300_000, 'an alarm back within LATCH_MS keeps its first onset (flapping does not jump to the top)');
+  row('pipeline:b', 'Bravo', tile({}), NOW + 3000 + LATCH_MS);
+  row('pipeline:b', 'Bravo', tile({}), NOW + 3001 + 2 * LATCH_MS);
+  t.notOk(onsets.has('pipeline:b|input-lost'), 'an alarm ended for longer than LATCH_MS is forgotten');
 
   t.same(filterRows(rows, { text: 'ha' }).map((r) => r.name), ['Alpha', 'Charlie'], 'by name, any case');
   t.same(filterRows(rows, { text: 'PIPELINE:E' }).map((r) => r.name), ['Echo'], 'or by id');

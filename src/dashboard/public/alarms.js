@@ -111,22 +111,31 @@ export function severityOf(alarms) {
   return alarms.length > 0 ? 'warning' : 'ok';
 }
 
+/** An alarm that ends and comes back within this long keeps its first onset (a flapping alarm does not jump to the top). */
+export const LATCH_MS = 10_000;
+
 /**
  * Fixes when the page first saw each alarm of each row (key `kind:id`), so that the order does
- * not jitter from frame to frame: `onsets` (a Map kept by the caller) gets `key|code` -> ms, the
- * engine's `since_ms` when it gives one, else `now`; alarms that ended are forgotten. Returns the
- * row's newest onset among its alarms of its worst severity (null without alarms).
+ * not jitter from frame to frame: `onsets` (a Map kept by the caller) gets `key|code` ->
+ * {at, endedAt}, `at` the engine's `since_ms` when it gives one, else `now`; an alarm that ended
+ * is forgotten LATCH_MS later. Returns the row's newest onset among its alarms of its worst
+ * severity (null without alarms).
  */
 export function trackOnsets(onsets, key, alarms, now) {
   const live = new Set(alarms.map((a) => `${key}|${a.code}`));
-  for (const k of onsets.keys()) if (k.startsWith(`${key}|`) && !live.has(k)) onsets.delete(k);
+  for (const [k, entry] of onsets) {
+    if (!k.startsWith(`${key}|`) || live.has(k)) continue;
+    entry.endedAt ??= now;
+    if (now - entry.endedAt > LATCH_MS) onsets.delete(k);
+  }
   const worst = severityOf(alarms);
   let newest = null;
   for (const a of alarms) {
     const k = `${key}|${a.code}`;
-    if (!onsets.has(k)) onsets.set(k, a.since_ms ?? now);
-    const at = onsets.get(k);
-    if (a.severity === worst && (newest === null || at > newest)) newest = at;
+    const entry = onsets.get(k) ?? { at: a.since_ms ?? now, endedAt: null };
+    entry.endedAt = null;
+    onsets.set(k, entry);
+    if (a.severity === worst && (newest === null || entry.at > newest)) newest = entry.at;
   }
   return newest;
 }
