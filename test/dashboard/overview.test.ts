@@ -105,7 +105,11 @@ void t.test('the overview shows 48 pipelines on one 1920x1080 screen, alarms fir
 
   // All 48 rows inside the 1920x1080 viewport, without scrolling, text at least 12 px.
   const [width, height, scrollHeight] = await page.evaluate<number[]>('[window.innerWidth, window.innerHeight, document.documentElement.scrollHeight]');
-  const boxes = await rows.evaluateAll((els: RowElement[]) => els.map((el) => ({ id: el.dataset.id ?? '', ...el.getBoundingClientRect() })));
+  const boxes = await rows.evaluateAll((els: RowElement[]) => els.map((el) => {
+    const r = el.getBoundingClientRect(); // a DOMRect's fields are getters: copied one by one
+    return { id: el.dataset.id ?? '', top: r.top, left: r.left, bottom: r.bottom, right: r.right };
+  }));
+  t.ok(boxes.every((b) => [b.top, b.left, b.bottom, b.right].every(Number.isFinite)), 'every row has a box');
   const outside = boxes.filter((b) => b.top < 0 || b.left < 0 || b.bottom > (height ?? 0) || b.right > (width ?? 0));
   t.equal(boxes.length, ROWS);
   t.same(outside, [], `every row lies inside ${width}x${height} (lowest row ends at ${Math.max(...boxes.map((b) => b.bottom)).toFixed(0)} px)`);
