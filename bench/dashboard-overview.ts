@@ -203,7 +203,9 @@ export async function runOverviewBench(options: OverviewBenchOptions = {}): Prom
       windows.push(await measure(engine, windowS, undefined, undefined));
       const page = await browser.newPage();
       await page.goto(`http://127.0.0.1:${dashboardPort}/#view=overview`);
-      await page.waitForFunction(`document.querySelectorAll('.ov-row').length === ${pipelines + stationCount}`, undefined, { timeout: 60_000 });
+      await page.waitForFunction(`document.querySelectorAll('.ov-row').length === ${pipelines + stationCount}`, undefined, { timeout: 60_000 }).catch(async (error: unknown) => {
+        throw new Error(`the page did not draw ${pipelines + stationCount} rows: ${String(await page.evaluate('document.body.innerText.slice(0, 400)'))}`, { cause: error });
+      });
       const cdp = await page.context().newCDPSession(page);
       await cdp.send('Performance.enable');
       await sleep(5000);
