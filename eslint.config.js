@@ -68,7 +68,7 @@ export default tseslint.config(
       sourceType: 'module',
       globals: Object.fromEntries([
         'window', 'document', 'sessionStorage', 'fetch', 'AbortController', 'TextDecoderStream', 'ResizeObserver',
-        'getComputedStyle', 'setTimeout', 'setInterval', 'clearTimeout', 'clearInterval', 'console',
+        'getComputedStyle', 'URLSearchParams', 'setTimeout', 'setInterval', 'clearTimeout', 'clearInterval', 'console',
       ].map((name) => [name, 'readonly'])),
     },
   },

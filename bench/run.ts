@@ -1,7 +1,7 @@
 /**
  * `npm run bench`: the DSP benchmarks of our GStreamer elements and the engine benchmarks.
  *
- *   npm run bench -- [--runs N] [--only eq|loudnorm|resampler|engine|scale|drift|clockcpu|cost|lateness|failover] [--quick]
+ *   npm run bench -- [--runs N] [--only eq|loudnorm|resampler|engine|scale|drift|clockcpu|cost|lateness|failover|overview] [--quick]
  *                    [--cache-dir DIR] [--plugin-path DIR] [--duration S] [--sender gst-shared|gst|ffmpeg] [--scale 1,8,16]
  *                    [--window S] [--packets-per-send K] [--admission] [--reference ffmpeg|floor|passthrough|no-bridge] [--drift-window S] [--rounds N] [--losses N]
  *
@@ -45,14 +45,15 @@ import { clockCpuTable, runClockCpuBench, type ClockCpuResult } from './clock-cp
 import { costTable, runCostBench, type CostResult } from './cost.js';
 import { latenessTable, runLatenessBench, type LatenessResult } from './lateness.js';
 import { failoverTable, runFailoverBench, type FailoverResult } from './failover.js';
+import { overviewTable, runOverviewBench, type OverviewBenchResult } from './dashboard-overview.js';
 
-type BenchName = 'eq' | 'loudnorm' | 'resampler' | 'engine' | 'scale' | 'drift' | 'clockcpu' | 'cost' | 'lateness' | 'failover';
-const BENCH_NAMES: readonly BenchName[] = ['eq', 'loudnorm', 'resampler', 'engine', 'scale', 'drift', 'clockcpu', 'cost', 'lateness', 'failover'];
+type BenchName = 'eq' | 'loudnorm' | 'resampler' | 'engine' | 'scale' | 'drift' | 'clockcpu' | 'cost' | 'lateness' | 'failover' | 'overview';
+const BENCH_NAMES: readonly BenchName[] = ['eq', 'loudnorm', 'resampler', 'engine', 'scale', 'drift', 'clockcpu', 'cost', 'lateness', 'failover', 'overview'];
 
 type Options = BenchArgs & { only?: BenchName; engine: EngineBenchOptions; driftWindowS?: number; rounds?: number; losses?: number };
 
 const USAGE =
-  'usage: npm run bench -- [--runs N] [--only eq|loudnorm|resampler|engine|scale|drift|clockcpu|cost|lateness|failover] [--cache-dir DIR] [--plugin-path DIR] [--duration S] ' +
+  'usage: npm run bench -- [--runs N] [--only eq|loudnorm|resampler|engine|scale|drift|clockcpu|cost|lateness|failover|overview] [--cache-dir DIR] [--plugin-path DIR] [--duration S] ' +
   ENGINE_USAGE.replace('[--only engine|scale] ', '') + ' [--drift-window S] [--rounds N] [--losses N]';
 
 /** A whole number within [min, max] for `flag`, or an error naming the flag. */
@@ -203,6 +204,11 @@ async function main(): Promise<void> {
       })
       : undefined;
   if (failover !== undefined) process.stdout.write(`\n${failoverTable(failover)}\n`);
+  const overview: OverviewBenchResult | undefined =
+    opts.only === undefined || opts.only === 'overview'
+      ? await runOverviewBench({ windowS: opts.engine.windowS ?? (opts.engine.quick === true ? 15 : 30), rounds: opts.rounds ?? (opts.engine.quick === true ? 1 : 2) })
+      : undefined;
+  if (overview !== undefined) process.stdout.write(`\n${overviewTable(overview)}\n`);
 
   const here = path.dirname(fileURLToPath(import.meta.url));
   const dir = path.join(here, 'results');
@@ -233,10 +239,11 @@ async function main(): Promise<void> {
     cost: cost ?? null,
     lateness: late ?? null,
     failover: failover ?? null,
+    overview: overview ?? null,
     load: engine === undefined ? null : { before: engine.loadBefore, after: engine.loadAfter },
   };
   const kept: string[] = [];
-  for (const key of ['eq', 'loudnorm', 'resampler', 'engine', 'scale', 'drift', 'clockCpu', 'cost', 'lateness', 'failover'] as const) {
+  for (const key of ['eq', 'loudnorm', 'resampler', 'engine', 'scale', 'drift', 'clockCpu', 'cost', 'lateness', 'failover', 'overview'] as const) {
     const earlier = previous[key];
     if (report[key] === null && earlier !== undefined && earlier !== null) {
       report[key] = earlier;

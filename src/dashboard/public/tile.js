@@ -1,13 +1,14 @@
 // One pipeline's or station's tile: state and why, input and SRT link, output, meters, history,
 // controls. Colours never carry meaning alone: every state has a symbol and a word.
 import { useState } from 'preact/hooks';
+import { STALE_MS } from './alarms.js';
 import { api } from './api.js';
 import { CreatePipeline, Message, SettingsEditor } from './forms.js';
 import { HistoryPlot } from './history.js';
 import { html } from './html.js';
 import { EbuScale, fmt, LevelBar, LoudnessBar, TruePeakBar } from './meters.js';
 
-export const STALE_MS = 2000;
+export { STALE_MS };
 /** LRA needs about a minute of programme before it means much. */
 const LRA_SETTLE_S = 60;
 
