@@ -49,6 +49,10 @@ void t.test('the clock report: rounded bridge figures, latency = SRT latency + b
     jitter_buffer_seconds: 0.02035,
     jitter_target_seconds: 0.02,
     jitter_setpoint_seconds: 0.031,
+    // an element before the ceiling: unknown, none counted
+    jitter_depth_seconds: null,
+    jitter_ceiling_seconds: null,
+    ceiling_hits: 0,
     underruns: 3,
     overruns: 1,
     inserted_silence_seconds: 0.012,

@@ -33,7 +33,7 @@ void t.test('before any report every value reads "no signal" and every count 0',
   t.same(stats.loudnessSteps().map(([name, v]) => [name, v.inputMomentary, v.gain]), [['step0', NO_SIGNAL_DB, 0], ['step2', NO_SIGNAL_DB, 0]]);
   t.same(stats.srtNow(), { connected: false, rttMs: 0, receiveRateMbps: 0 });
   t.equal(stats.bufferFill(), undefined, 'the buffer\'s fill is unknown');
-  t.same(Object.values(stats.counts()), [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+  t.same(Object.values(stats.counts()), [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
   t.equal(new PipelineStats(1000, { loudnessSteps: [], srtInput: false }).srtNow(), undefined, 'a stdin input has no SRT values at all');
 });
 
