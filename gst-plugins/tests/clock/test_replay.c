@@ -317,41 +317,51 @@ replay (const char *path)
   clock_bridge_free (b);
 }
 
+/* the options that take a number: where it goes, and its unit's scale */
+static const struct
+{
+  const char *name;
+  double *value;
+  double scale;
+} NUMBER_OPTIONS[] = {
+  {"--jitter", &target_s, 1.0}, {"--ppm", &sender_ppm, 1.0},
+  {"--drift-from", &drift_from_s, 1.0}, {"--drift-tol", &drift_tol_ppm, 1.0},
+  {"--pitch-tol", &pitch_tol_ppm, 1.0},
+  {"--drift-known-from", &known_from_s, 1.0}, {"--warmup", &warmup_s, 1.0},
+  {"--settle-by", &settle_by_s, 1.0}, {"--settle-to", &settle_to_s, 1e-3},
+  {"--ceiling", &ceiling_s, 1.0},
+};
+
+static double *
+number_option (const char *arg, double *scale)
+{
+  for (size_t i = 0; i < sizeof (NUMBER_OPTIONS) / sizeof (NUMBER_OPTIONS[0]);
+      i++)
+    if (strcmp (arg, NUMBER_OPTIONS[i].name) == 0) {
+      *scale = NUMBER_OPTIONS[i].scale;
+      return NUMBER_OPTIONS[i].value;
+    }
+  return NULL;
+}
+
 int
 main (int argc, char **argv)
 {
   int k = 1;
+  double *value, scale;
 
   for (; k < argc && strncmp (argv[k], "--", 2) == 0; k++) {
     if (strcmp (argv[k], "--drift-only") == 0)
       drift_only = 1;
     else if (strcmp (argv[k], "--trace") == 0)
       trace = 1;
-    else if (k + 1 < argc && strcmp (argv[k], "--ceiling") == 0)
-      ceiling_s = atof (argv[++k]);
-    else if (k + 1 < argc && strcmp (argv[k], "--warmup") == 0)
-      warmup_s = atof (argv[++k]);
-    else if (k + 1 < argc && strcmp (argv[k], "--settle-by") == 0)
-      settle_by_s = atof (argv[++k]);
-    else if (k + 1 < argc && strcmp (argv[k], "--settle-to") == 0)
-      settle_to_s = atof (argv[++k]) / 1e3;
     else if (k + 1 < argc && strcmp (argv[k], "--stall") == 0
         && n_stalls < MAX_STALLS
         && sscanf (argv[++k], "%lf:%lf", &stall_at[n_stalls],
             &stall_len[n_stalls]) == 2)
       n_stalls++;
-    else if (k + 1 < argc && strcmp (argv[k], "--jitter") == 0)
-      target_s = atof (argv[++k]);
-    else if (k + 1 < argc && strcmp (argv[k], "--ppm") == 0)
-      sender_ppm = atof (argv[++k]);
-    else if (k + 1 < argc && strcmp (argv[k], "--drift-from") == 0)
-      drift_from_s = atof (argv[++k]);
-    else if (k + 1 < argc && strcmp (argv[k], "--drift-tol") == 0)
-      drift_tol_ppm = atof (argv[++k]);
-    else if (k + 1 < argc && strcmp (argv[k], "--pitch-tol") == 0)
-      pitch_tol_ppm = atof (argv[++k]);
-    else if (k + 1 < argc && strcmp (argv[k], "--drift-known-from") == 0)
-      known_from_s = atof (argv[++k]);
+    else if (k + 1 < argc && (value = number_option (argv[k], &scale)))
+      *value = atof (argv[++k]) * scale;
     else
       break;
   }
