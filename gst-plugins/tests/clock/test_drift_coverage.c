@@ -19,6 +19,7 @@
  *   - a synthetic sender has an estimate at every reading from FROM_S on,
  *     and reads within its half-width and within FAST_TOL_PPM of the truth
  *     at every reading from FAST_S on. */
+#include "arrivals.h"
 #include "drift.h"
 
 #include <math.h>
@@ -38,52 +39,7 @@ static int failures;
 #define CHECK(cond, ...) do { if (!(cond)) { failures++; \
   fprintf (stderr, "FAIL: " __VA_ARGS__); fprintf (stderr, "\n"); } } while (0)
 
-typedef struct
-{
-  double t;
-  unsigned frames;
-} Write;
-
 static unsigned total, covered;
-
-/* the writes of a recording, arrival times from its first write, each
- * divided by 1 + ppm 1e-6; NULL on a file that cannot be read */
-static Write *
-load (const char *path, double ppm, size_t *n)
-{
-  FILE *f = fopen (path, "r");
-  char line[1024];
-  size_t cap = 1024;
-  Write *w = malloc (cap * sizeof (*w));
-  double t = 0.0;
-
-  *n = 0;
-  if (f == NULL || w == NULL) {
-    if (f)
-      fclose (f);
-    free (w);
-    return NULL;
-  }
-  while (fgets (line, sizeof (line), f)) {
-    long us;
-    unsigned frames;
-    if (line[0] == '#' || sscanf (line, "%ld %u", &us, &frames) != 2)
-      continue;
-    if (*n == cap) {
-      Write *bigger = realloc (w, 2 * cap * sizeof (*w));
-      if (bigger == NULL)
-        break;
-      w = bigger;
-      cap *= 2;
-    }
-    t += (double) us / 1e6;
-    w[*n].t = t / (1.0 + ppm * 1e-6);
-    w[*n].frames = frames;
-    (*n)++;
-  }
-  fclose (f);
-  return w;
-}
 
 /* xorshift64*: the same sequence on every run */
 static unsigned long long prng = 0x9E3779B97F4A7C15ull;
@@ -182,7 +138,7 @@ main (int argc, char **argv)
   for (int a = 1; a < argc; a++)
     for (unsigned s = 0; s < 2; s++) {
       size_t n;
-      Write *w = load (argv[a], scaled[s], &n);
+      Write *w = arrivals_load (argv[a], 1.0 + scaled[s] * 1e-6, NULL, &n);
       const char *base = argv[a];
       for (const char *c = argv[a]; *c; c++)
         if (*c == '/')

@@ -61,6 +61,7 @@
  *     average within --pitch-tol of 1 + the truth (the loop does not play
  *     the host's late and bunched packets as a wobble of the pitch).
  * Prints the figures per file, and the setpoint the bridge settled at. */
+#include "arrivals.h"
 #include "bridge.h"
 
 #include <math.h>
@@ -78,12 +79,6 @@ static int failures;
 
 #define CHECK(cond, ...) do { if (!(cond)) { failures++; \
   printf ("FAIL: "); printf (__VA_ARGS__); printf ("\n"); } } while (0)
-
-typedef struct
-{
-  double t;
-  unsigned frames;
-} Write;
 
 static double target_s = 0.05;
 static double sender_ppm = 0.0, drift_from_s = 60.0, drift_tol_ppm = 20.0;
@@ -104,51 +99,11 @@ stalled (double t)
   return t;
 }
 
-/* the writes of a recording, arrival times from its first write; NULL on
- * a file that cannot be read */
-static Write *
-load (const char *path, size_t *n)
-{
-  FILE *f = fopen (path, "r");
-  char line[512];
-  size_t cap = 1024;
-  Write *w = malloc (cap * sizeof (*w));
-  double t = 0.0;
-
-  *n = 0;
-  if (f == NULL || w == NULL) {
-    if (f)
-      fclose (f);
-    free (w);
-    return NULL;
-  }
-  while (fgets (line, sizeof (line), f)) {
-    long us;
-    unsigned frames;
-    if (line[0] == '#' || sscanf (line, "%ld %u", &us, &frames) != 2)
-      continue;
-    if (*n == cap) {
-      Write *bigger = realloc (w, 2 * cap * sizeof (*w));
-      if (bigger == NULL)
-        break;
-      w = bigger;
-      cap *= 2;
-    }
-    t += (double) us / 1e6;
-    w[*n].t = stalled (t / (1.0 + sender_ppm * 1e-6));
-    w[*n].frames = frames;
-    (*n)++;
-  }
-  fclose (f);
-  return w;
-}
-
-
 static void
 replay (const char *path)
 {
   size_t n = 0, i = 0;
-  Write *w = load (path, &n);
+  Write *w = arrivals_load (path, 1.0 + sender_ppm * 1e-6, stalled, &n);
   ClockBridge *b;
   float *in, out[CHUNK * 2];
   double t_out = -0.5, end, max_drift = 0.0, max_latency = 0.0;
