@@ -95,8 +95,10 @@ export function registerPipelineMetrics(registry: Registry, pipelines: Supervise
     (id: string, s: PipelineStats): Reading => [[{ pipeline_id: id }, s.clock === undefined ? Number.NaN : pick(s.clock)]];
   gauge('audio_engine_pipeline_buffer_fill_ratio', 'Fill of the jitter buffer (clock bridge FIFO) against the fill it keeps (setpoint): 1 = steady, 0 = empty; NaN without a report of a running child.', ['pipeline_id'],
     (id, s) => [[{ pipeline_id: id }, s.bufferFill() ?? Number.NaN]]);
-  gauge('audio_engine_pipeline_input_clock_drift_ppm', 'Sender clock against the output clock as the clock bridge measures it, ppm (positive: sender fast); NaN without a report of a running child, or while the bridge does not know it yet (a busy host\'s arrivals, before its long view).', ['pipeline_id'],
-    bridge((c) => c.driftPpm));
+  gauge('audio_engine_pipeline_input_clock_drift_ppm', 'Sender clock against the output clock as the clock bridge measures it, ppm (positive: sender fast), from about 10 s of input on, within audio_engine_pipeline_input_clock_drift_uncertainty_ppm of the truth in about 95 % of readings; NaN without a report of a running child or while the bridge has no estimate.', ['pipeline_id'],
+    (id, s) => [[{ pipeline_id: id }, s.drift().drift_ppm ?? Number.NaN]]);
+  gauge('audio_engine_pipeline_input_clock_drift_uncertainty_ppm', 'Uncertainty of audio_engine_pipeline_input_clock_drift_ppm: the half-width that holds the truth in about 95 % of readings, ppm, shrinking as the bridge sees more of the input; NaN without an estimate.', ['pipeline_id'],
+    (id, s) => [[{ pipeline_id: id }, s.drift().drift_uncertainty_ppm ?? Number.NaN]]);
   gauge('audio_engine_pipeline_jitter_buffer_seconds', 'Fill of the jitter buffer (clock bridge FIFO, time average), seconds; held at engine.jitter_ms + the input\'s packet saw-tooth depth; NaN without a report of a running child.', ['pipeline_id'],
     bridge((c) => c.fillSeconds));
   gauge('audio_engine_pipeline_jitter_depth_seconds', 'The jitter buffer\'s setpoint above its reserve (engine.jitter_ms), seconds: the depth the input\'s packet pattern and lateness ask for; at rest about half a packet, above 25 ms the latency is above SRT latency + jitter_ms + 25 ms; NaN without a report of a running child or from an element that does not say.', ['pipeline_id'],

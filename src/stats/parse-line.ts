@@ -82,6 +82,12 @@ export interface ClockBridgeEvent {
   runningTimeNs?: number;
   /** Sender clock against the pipeline clock, ppm (positive: the sender is fast); NaN while the bridge cannot know it yet. */
   driftPpm: number;
+  /**
+   * The drift from about 10 s of input on and its uncertainty (a ~95 % half-width), ppm, whether
+   * driftPpm is known or not; NaN while the bridge has none, undefined from an element without them.
+   */
+  driftEstimatePpm?: number;
+  driftUncertaintyPpm?: number;
   /** FIFO fill (its time average while playing), the reserve below the input's packet saw-tooth (engine.jitter_ms), and the average fill the bridge keeps (target + saw-tooth depth), seconds. */
   fillSeconds: number;
   targetSeconds: number;
@@ -287,6 +293,8 @@ export function parseLine(line: string): StatsEvent | undefined {
       const inputRealtime = structure.fields.get('input-realtime');
       const realtimeDemotions = num(structure, 'realtime-demotions');
       const depth = {
+        driftEstimatePpm: num(structure, 'drift-estimate'),
+        driftUncertaintyPpm: num(structure, 'drift-uncertainty'),
         depthSeconds: num(structure, 'depth'),
         ceilingSeconds: num(structure, 'ceiling'),
         ceilingHits: num(structure, 'ceiling-hits'),
@@ -306,7 +314,7 @@ export function parseLine(line: string): StatsEvent | undefined {
         ...(typeof outputRealtime === 'boolean' ? { outputRealtime } : {}),
         ...(typeof inputRealtime === 'boolean' ? { inputRealtime } : {}),
         ...(realtimeDemotions === undefined ? {} : { realtimeDemotions }),
-        // since the element's ceiling (jitter-max); absent = unknown
+        // since the element's drift estimate and ceiling (jitter-max); absent = unknown
         ...Object.fromEntries(Object.entries(depth).filter(([, v]) => v !== undefined)),
         ...failoverState(structure),
       };

@@ -144,12 +144,18 @@ const NO_LOUDNESS: LoudnessValues = {
   measuredSeconds: 0,
 };
 
+const round2 = (x: number | null): number | null => (x === null ? null : Math.round(x * 100) / 100);
 const floorDb = (db: number): number => (Number.isFinite(db) ? Math.max(NO_SIGNAL_DB, db) : NO_SIGNAL_DB);
 
 /** The pipeline's clock bridge as clients see it (REST `clock`, gRPC `Pipeline.clock`). */
 export interface ClockReport {
-  /** null while the bridge cannot know it yet (a busy host's arrivals before its long view, docs/clock.md). */
+  /**
+   * The drift from about 10 s of input on, its ~95 % half-width in drift_uncertainty_ppm
+   * (docs/clock.md); from an element without an estimate its report, null while that is unknown.
+   */
   drift_ppm: number | null;
+  /** The truth lies within drift_ppm ± this in about 95 % of readings, ppm; null with no estimate. */
+  drift_uncertainty_ppm: number | null;
   jitter_buffer_seconds: number;
   jitter_target_seconds: number;
   /** The average fill the bridge keeps: the target + the depth of the input's packet saw-tooth. */
@@ -446,12 +452,28 @@ export class PipelineStats {
     return this.inputSeenNs !== undefined && this.bridgeAt.timeNs - this.inputSeenNs < INPUT_HOLD_MS * 1e6;
   }
 
+  /**
+   * The drift and its uncertainty, ppm: the bridge's estimate from about 10 s of input on; from an
+   * element without one its report (null while unknown) and no uncertainty.
+   */
+  drift(): { drift_ppm: number | null; drift_uncertainty_ppm: number | null } {
+    const c = this.clock;
+    const known = (ppm: number | undefined): number | null => (ppm !== undefined && Number.isFinite(ppm) ? ppm : null);
+    if (c === undefined) return { drift_ppm: null, drift_uncertainty_ppm: null };
+    if (c.driftEstimatePpm === undefined) return { drift_ppm: known(c.driftPpm), drift_uncertainty_ppm: null };
+    const uncertainty = known(c.driftUncertaintyPpm);
+    const estimate = uncertainty === null ? null : known(c.driftEstimatePpm);
+    return { drift_ppm: estimate, drift_uncertainty_ppm: estimate === null ? null : uncertainty };
+  }
+
   /** The clock bridge's state; undefined before its first report. `inputLatencyMs`: SRT latency (0 for other inputs). */
   clockReport(inputLatencyMs: number): ClockReport | undefined {
     const c = this.clock;
     if (c === undefined) return undefined;
+    const drift = this.drift();
     return {
-      drift_ppm: Number.isFinite(c.driftPpm) ? Math.round(c.driftPpm * 100) / 100 : null,
+      drift_ppm: round2(drift.drift_ppm),
+      drift_uncertainty_ppm: round2(drift.drift_uncertainty_ppm),
       jitter_buffer_seconds: Math.round(c.fillSeconds * 1e5) / 1e5,
       jitter_target_seconds: Math.round(c.targetSeconds * 1e5) / 1e5,
       jitter_setpoint_seconds: Math.round(c.setpointSeconds * 1e5) / 1e5,

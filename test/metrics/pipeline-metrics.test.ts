@@ -69,7 +69,7 @@ function seriesOf(text: string, id: string): Map<string, number> {
 }
 
 const key = (name: string, id: string): string => `audio_engine_pipeline_${name}{pipeline_id="${id}"}`;
-const CLOCK = ['input_clock_drift_ppm', 'jitter_buffer_seconds', 'buffer_fill_ratio', 'latency_seconds'];
+const CLOCK = ['input_clock_drift_ppm', 'input_clock_drift_uncertainty_ppm', 'jitter_buffer_seconds', 'buffer_fill_ratio', 'latency_seconds'];
 
 void t.test('every series of a pipeline is in every scrape, whatever its child reported', async (t) => {
   t.ok(intervals.length >= 8 && intervals.every((events) => events.some((e) => e.kind === 'clockbridge')), `${intervals.length} intervals of the fixture, each with a clockbridge report`);
@@ -101,6 +101,7 @@ void t.test('every series of a pipeline is in every scrape, whatever its child r
     }],
     ['three whole intervals', () => [1, 2, 3].forEach((i) => pipelines.forEach((p) => feed(p.supervisor.stats, intervals[i] ?? [], 1000 * (i + 1)))), (a) => {
       t.equal(a.get(key('input_clock_drift_ppm', 'pl_a')), 24.789165465862261, 'the bridge\'s drift');
+      t.ok(Number.isNaN(a.get(key('input_clock_drift_uncertainty_ppm', 'pl_a'))), 'an element without the estimate: uncertainty unknown');
       t.ok((a.get(key('jitter_buffer_seconds', 'pl_a')) ?? 0) > 0.05);
       const bridge = pipelines[0]?.supervisor.stats.clock;
       t.equal(a.get(key('buffer_fill_ratio', 'pl_a')), bridge === undefined ? -1 : bridge.fillSeconds / bridge.setpointSeconds, 'buffer fill: the bridge\'s fill over its setpoint');
@@ -132,6 +133,30 @@ void t.test('every series of a pipeline is in every scrape, whatever its child r
   const text = await registry.metrics();
   t.equal(seriesOf(text, 'pl_b').size, 0, 'a deleted pipeline\'s series are gone at the next scrape');
   t.same(names(seriesOf(text, 'pl_a')), reference);
+});
+
+// Captured from the built element (clockbridge-estimate.stdout): before 10 s of input no estimate,
+// then the estimate with its uncertainty while drift-ppm is still the loop's integrator.
+const [BEFORE_ESTIMATE = '', WITH_ESTIMATE = ''] = readFileSync(path.join(dir, 'clockbridge-estimate.stdout'), 'utf8').split('\n');
+
+void t.test('the drift and its uncertainty from the bridge\'s estimate', async (t) => {
+  const p = pipeline('pl_e');
+  const registry = createMetrics({ entries: () => [p] }, '0.0.0');
+  const read = async (): Promise<Map<string, number>> => seriesOf(await registry.metrics(), 'pl_e');
+  p.supervisor.stats.childStarted();
+  for (const [line, at] of [[BEFORE_ESTIMATE, 1000], [WITH_ESTIMATE, 4000]] as const) {
+    const event = parseLine(line);
+    if (event === undefined) throw new Error('the captured line does not parse');
+    p.supervisor.stats.apply(event, at);
+    const series = await read();
+    if (line === BEFORE_ESTIMATE) {
+      t.ok(Number.isNaN(series.get(key('input_clock_drift_ppm', 'pl_e'))), 'no estimate yet: the drift NaN although drift-ppm has a figure');
+      t.ok(Number.isNaN(series.get(key('input_clock_drift_uncertainty_ppm', 'pl_e'))), 'and its uncertainty');
+    } else {
+      t.equal(series.get(key('input_clock_drift_ppm', 'pl_e')), 3.7122227159676178, 'the estimate');
+      t.equal(series.get(key('input_clock_drift_uncertainty_ppm', 'pl_e')), 14.038284751379219, 'its uncertainty');
+    }
+  }
 });
 
 /** Applies one interval's events at `now`, leaving out those of kind `skip`. */

@@ -46,9 +46,15 @@ void t.test('the clock report: rounded bridge figures, latency = SRT latency + b
   stats.apply(bridge(true, 0.0203456), 1000);
   t.same(stats.clockReport(120), {
     drift_ppm: 41.24,
+    // an element without the estimate: its report, no uncertainty
+    drift_uncertainty_ppm: null,
     jitter_buffer_seconds: 0.02035,
     jitter_target_seconds: 0.02,
     jitter_setpoint_seconds: 0.031,
+    // an element before the ceiling: unknown, none counted
+    jitter_depth_seconds: null,
+    jitter_ceiling_seconds: null,
+    ceiling_hits: 0,
     underruns: 3,
     overruns: 1,
     inserted_silence_seconds: 0.012,
@@ -105,4 +111,23 @@ void t.test('a drift the bridge does not know yet (NaN): null in REST, absent in
   if (zero === undefined) throw new Error('no report');
   t.equal(zero.drift_ppm, 0);
   t.equal(wire(zero).drift_ppm, 0, 'gRPC: 0 ppm is on the wire (proto3 optional), not taken for absent');
+});
+
+void t.test('the drift from the estimate with its uncertainty, whether the report is known or not', async (t) => {
+  const stats = new PipelineStats(1000);
+  const wire = (clock: ClockReport | undefined): PipelineClock =>
+    PipelineClock.decode(PipelineClock.encode((clock && pipelineToProto(view(clock), '').clock) ?? PipelineClock.fromPartial({})).finish());
+  stats.apply({ ...bridge(true), driftPpm: Number.NaN, driftEstimatePpm: Number.NaN, driftUncertaintyPpm: Number.NaN }, 1000);
+  t.match(stats.clockReport(120), { drift_ppm: null, drift_uncertainty_ppm: null }, 'before 10 s of input: none');
+  t.same(stats.drift(), { drift_ppm: null, drift_uncertainty_ppm: null });
+  stats.apply({ ...bridge(true), driftPpm: Number.NaN, driftEstimatePpm: 1012.345, driftUncertaintyPpm: 108.7654 }, 2000);
+  t.match(stats.clockReport(120), { drift_ppm: 1012.35, drift_uncertainty_ppm: 108.77 }, 'the estimate while the report is not known');
+  t.same(stats.drift(), { drift_ppm: 1012.345, drift_uncertainty_ppm: 108.7654 }, 'unrounded for the metrics');
+  t.equal(wire(stats.clockReport(120)).drift_ppm, 1012.35, 'gRPC carries the estimate');
+  stats.apply({ ...bridge(true), driftPpm: 998.1, driftEstimatePpm: 999.2, driftUncertaintyPpm: 4.1 }, 3000);
+  t.match(stats.clockReport(120), { drift_ppm: 999.2, drift_uncertainty_ppm: 4.1 }, 'the estimate, not the report, so that the two go together');
+  stats.apply({ ...bridge(true), driftEstimatePpm: 999.2, driftUncertaintyPpm: Number.NaN }, 4000);
+  t.match(stats.clockReport(120), { drift_ppm: null, drift_uncertainty_ppm: null }, 'an estimate without its uncertainty is none');
+  stats.childEnded();
+  t.same(stats.drift(), { drift_ppm: null, drift_uncertainty_ppm: null }, 'no child: none');
 });

@@ -162,6 +162,12 @@ void t.test('clockbridge messages of a real run: idle, a caller, none, a second 
   // The element's NAN (a drift it does not know yet), as gst_structure_to_string writes it.
   const unknown = parseLine('Got message #1 from element "bridge" (element): clockbridge, drift-ppm=(double)nan, fill=(double)0.05, target=(double)0.05, underruns=(guint64)0, overruns=(guint64)0, input-active=(boolean)true, latency=(double)0.05, ratio=(double)1;');
   t.ok(unknown?.kind === 'clockbridge' && Number.isNaN(unknown.driftPpm), 'drift-ppm nan: NaN, the rest of the report kept');
+  t.ok(unknown !== undefined && !('driftEstimatePpm' in unknown) && !('driftUncertaintyPpm' in unknown), 'an element without the estimate: absent');
+  // Captured from the built element: gst-launch-1.0 -m audiotestsrc is-live=true ! clockbridge ! fakesink sync=true
+  const [before = '', after = ''] = readFileSync(path.join(fixtures, 'clockbridge-estimate.stdout'), 'utf8').split('\n');
+  const none = parseLine(before);
+  t.ok(none?.kind === 'clockbridge' && Number.isNaN(none.driftEstimatePpm) && Number.isNaN(none.driftUncertaintyPpm), 'before 10 s of input: nan, NaN');
+  t.match(parseLine(after), { kind: 'clockbridge', driftPpm: 310.91497031714169, driftEstimatePpm: 3.7122227159676178, driftUncertaintyPpm: 14.038284751379219 }, 'the estimate and its uncertainty beside drift-ppm');
 });
 
 void t.test('clockbridge: output-realtime and input-realtime, unknown when absent', async (t) => {

@@ -586,6 +586,13 @@ void
 clock_bridge_stats (const ClockBridge * b, ClockBridgeStats * s)
 {
   s->drift_ppm = drift_ppm (b);
+  if (clock_drift_estimate (&b->drift, &s->drift_estimate_ppm,
+          &s->drift_uncertainty_ppm)) {
+    s->drift_estimate_ppm *= 1e6;
+    s->drift_uncertainty_ppm *= 1e6;
+  } else {
+    s->drift_estimate_ppm = s->drift_uncertainty_ppm = NAN;
+  }
   s->fill_s = b->running ? clock_loop_fill (&b->loop) :
       fill_frames (b) / b->rate;
   s->target_s = (double) b->target / b->rate;

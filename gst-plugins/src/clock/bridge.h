@@ -117,6 +117,10 @@ typedef struct ClockBridge ClockBridge;
 typedef struct
 {
   double drift_ppm;             /* the input's slope against the output clock */
+  /* the drift and its ~95 % half-width from about 10 s of input on,
+   * whether drift_ppm is known or not (clock_drift_estimate), ppm; NAN
+   * while there is none */
+  double drift_estimate_ppm, drift_uncertainty_ppm;
   double fill_s;                /* filtered fill while running, raw while filling */
   double target_s;
   double packet_s;              /* P: the input's packet (burst) size */

@@ -160,16 +160,17 @@ fit (const ClockDriftPoint * pts, unsigned from, unsigned to,
  * recordings (tests/clock/arrivals' and the 16 of that run) the error
  * reached 1.97 times 1.5 W / T.  So
  * CLOCK_DRIFT_WANDER_TILT is twice that, 3.  A line cut into segments at
- * offset steps has a shorter T than its span. */
+ * offset steps has a shorter T than its span.  With runs of `run` points
+ * (1: W is the range of all the residuals, the uncertainty's band). */
 static double
-wander_tilt (const ClockDriftPoint * pts, unsigned from, unsigned to,
-    const Line * l)
+wander_tilt_runs (const ClockDriftPoint * pts, unsigned from, unsigned to,
+    const Line * l, unsigned run)
 {
   double hi = -INFINITY, lo = INFINITY, stt = 0.0;
 
-  for (unsigned g = from; g < to; g += CLOCK_DRIFT_WANDER_BINS) {
+  for (unsigned g = from; g < to; g += run) {
     double m = INFINITY;
-    for (unsigned k = g; k < g + CLOCK_DRIFT_WANDER_BINS && k < to; k++) {
+    for (unsigned k = g; k < g + run && k < to; k++) {
       double r = residual (l, &pts[k]);
       if (r < m)
         m = r;
@@ -186,6 +187,13 @@ wander_tilt (const ClockDriftPoint * pts, unsigned from, unsigned to,
     return INFINITY;
   return CLOCK_DRIFT_WANDER_TILT * (hi > lo ? hi - lo : 0.0)
       / sqrt (12.0 * stt / (to - from));
+}
+
+static double
+wander_tilt (const ClockDriftPoint * pts, unsigned from, unsigned to,
+    const Line * l)
+{
+  return wander_tilt_runs (pts, from, to, l, CLOCK_DRIFT_WANDER_BINS);
 }
 
 /* a fit through bins [from, to) without the late ones, twice refitted */
@@ -410,6 +418,7 @@ close_bin (ClockDrift * d, ClockDriftPoint p)
     }
     if (d->fitted) {
       d->tilt = wander_tilt (env, 0, upto, &l);
+      d->band = wander_tilt_runs (env, 0, upto, &l, 1);
       d->b = l.b;
       d->a = l.a[l.nseg - 1];
       d->tm = l.tm[l.nseg - 1];
@@ -516,17 +525,26 @@ long_fit (ClockDrift * d)
   }
   d->lfitted = fitted;
   d->lb = b;
-  d->lsigma = 0.0;
+  d->lsigma = d->lsxx = d->lwander = 0.0;
+  d->lused = 0;
   if (fitted) {
-    double res[CLOCK_DRIFT_LONG_POINTS];
+    double res[CLOCK_DRIFT_LONG_POINTS], hi = -INFINITY, lo = INFINITY;
     unsigned m = d->ln - d->lpend, nres = 0, r = 0;
     for (unsigned k = 0; k < m; k++) {
       const ClockDriftPoint *p = long_at (d, k);
+      double e;
       if (k > 0 && p->seg != long_at (d, k - 1)->seg)
         r++;
-      if (keep[k])
-        res[nres++] = fabs (long_residual (d, b, r, p));
+      if (!keep[k])
+        continue;
+      e = long_residual (d, b, r, p);
+      hi = fmax (hi, e);
+      lo = fmin (lo, e);
+      d->lsxx += (p->t - d->ltm[r]) * (p->t - d->ltm[r]);
+      res[nres++] = fabs (e);
     }
+    d->lused = nres;
+    d->lwander = nres > 0 ? hi - lo : 0.0;
     d->lsigma = 1.4826 * median (res, nres);
   }
   d->lspan = d->ln > 1 ? long_at (d, d->ln - 1)->t - long_at (d, 0)->t : 0.0;
@@ -686,4 +704,44 @@ clock_drift_report_rate (const ClockDrift * d)
   if (clock_drift_long_ready (d))
     return -d->lb;
   return clock_drift_report_known (d) ? clock_drift_rate (d) : NAN;
+}
+
+/* the long view's slope, with its half-width: 2 standard errors from the
+ * blocks' scatter and the tilt their wander could give it (wander_tilt:
+ * each block's earliest point is already the least of its 10 s) */
+static int
+long_estimate (const ClockDrift * d, double *rate, double *half)
+{
+  double se, tilt;
+
+  if (!d->lfitted || d->lused < 3 || d->lsxx <= 0.0
+      || d->lused <= d->lruns + 1 || fabs (d->lb) > CLOCK_DRIFT_MAX_RATE)
+    return 0;
+  se = d->lsigma / sqrt (d->lsxx);
+  tilt = CLOCK_DRIFT_WANDER_TILT * d->lwander
+      / sqrt (12.0 * d->lsxx / d->lused);
+  *rate = -d->lb;
+  *half = 2.0 * se + tilt;
+  return 1;
+}
+
+int
+clock_drift_estimate (const ClockDrift * d, double *rate, double *half)
+{
+  double lr, lh;
+  int line = d->fitted && d->n >= CLOCK_DRIFT_ESTIMATE_BINS
+      && d->span >= CLOCK_DRIFT_ESTIMATE_MIN_S
+      && fabs (d->b) <= CLOCK_DRIFT_MAX_RATE
+      && isfinite (d->se) && isfinite (d->band);
+  int lng = long_estimate (d, &lr, &lh);
+
+  if (line) {
+    *rate = clock_drift_rate (d);
+    *half = 2.0 * d->se + d->band;
+  }
+  if (lng && (!line || lh < *half)) {
+    *rate = lr;
+    *half = lh;
+  }
+  return line || lng;
 }

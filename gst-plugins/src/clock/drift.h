@@ -129,6 +129,8 @@
 #define CLOCK_DRIFT_REPORT_TOL 0.00002
 #define CLOCK_DRIFT_WANDER_BINS 10
 #define CLOCK_DRIFT_WANDER_TILT 3.0
+#define CLOCK_DRIFT_ESTIMATE_MIN_S 3.0
+#define CLOCK_DRIFT_ESTIMATE_BINS 9
 
 typedef struct
 {
@@ -160,6 +162,7 @@ typedef struct
   double a, b, tm, span;
   double se;                    /* the slope's standard error */
   double tilt;                  /* how far a wander could tilt it (drift.c) */
+  double band;                  /* ... one as wide as all its points' scatter */
   int fitted;
   /* steps seen, and of them rate steps (the line started again) */
   unsigned steps, restarts;
@@ -175,6 +178,9 @@ typedef struct
   unsigned lpend, lruns;        /* the newest blocks pending; runs fitted */
   int lpside;                   /* the side of the newest block (-1, 0, 1) */
   double lsigma;                /* the kept blocks' scatter about the line */
+  double lsxx;                  /* the kept blocks' sum of (t - run mean)^2 */
+  double lwander;               /* their residuals' range (max - min) */
+  unsigned lused;               /* how many were kept */
   ClockDriftBlock lblock;
   int lfitted;
   double lb, lspan;
@@ -238,5 +244,23 @@ double clock_drift_report_rate (const ClockDrift * d);
 int clock_drift_report_known (const ClockDrift * d);
 /* the long view spans CLOCK_DRIFT_LONG_MIN_S: the report is its slope */
 int clock_drift_long_ready (const ClockDrift * d);
+/* The drift with its uncertainty, once the line has CLOCK_DRIFT_ESTIMATE_BINS
+ * bins (9-10 s of arrivals) and a fitted span of CLOCK_DRIFT_ESTIMATE_MIN_S
+ * (the newest bins wait for the step test), whatever clock_drift_report_known says: 1 and
+ * *rate, *half (a half-width meant to hold the truth in 95 % of readings,
+ * rate units) when known, else 0.  Each view (the line; the long view once
+ * it keeps more blocks than runs + 1) gives its slope and a half-width of
+ * 2 standard errors plus the tilt a wander as wide as its points could give
+ * it: 3 W / T with W the range of all its points' residuals (band, not the
+ * range of 10 s minima of the tilt above; wander_tilt in drift.c).  The
+ * standard error alone assumes independent scatter, and the arrivals of a
+ * busy host wander together for minutes: 2 se covered 89 % of the readings
+ * of tests/clock/arrivals, 2 se + the tilt 90 %, 2 se + band 98.4 %
+ * (test-clock-drift-coverage).  The estimate is the view whose half-width
+ * is the smaller.  A slope beyond CLOCK_DRIFT_MAX_RATE is no estimate (an
+ * input that arrives starved: 24 pipelines of one shared sender read
+ * +420000 ppm at 11 s).  The control loop does not use it
+ * (clock_drift_ready, clock_drift_rate). */
+int clock_drift_estimate (const ClockDrift * d, double *rate, double *half);
 
 #endif

@@ -61,6 +61,7 @@
  *     average within --pitch-tol of 1 + the truth (the loop does not play
  *     the host's late and bunched packets as a wobble of the pitch).
  * Prints the figures per file, and the setpoint the bridge settled at. */
+#include "arrivals.h"
 #include "bridge.h"
 
 #include <math.h>
@@ -78,12 +79,6 @@ static int failures;
 
 #define CHECK(cond, ...) do { if (!(cond)) { failures++; \
   printf ("FAIL: "); printf (__VA_ARGS__); printf ("\n"); } } while (0)
-
-typedef struct
-{
-  double t;
-  unsigned frames;
-} Write;
 
 static double target_s = 0.05;
 static double sender_ppm = 0.0, drift_from_s = 60.0, drift_tol_ppm = 20.0;
@@ -104,51 +99,11 @@ stalled (double t)
   return t;
 }
 
-/* the writes of a recording, arrival times from its first write; NULL on
- * a file that cannot be read */
-static Write *
-load (const char *path, size_t *n)
-{
-  FILE *f = fopen (path, "r");
-  char line[512];
-  size_t cap = 1024;
-  Write *w = malloc (cap * sizeof (*w));
-  double t = 0.0;
-
-  *n = 0;
-  if (f == NULL || w == NULL) {
-    if (f)
-      fclose (f);
-    free (w);
-    return NULL;
-  }
-  while (fgets (line, sizeof (line), f)) {
-    long us;
-    unsigned frames;
-    if (line[0] == '#' || sscanf (line, "%ld %u", &us, &frames) != 2)
-      continue;
-    if (*n == cap) {
-      Write *bigger = realloc (w, 2 * cap * sizeof (*w));
-      if (bigger == NULL)
-        break;
-      w = bigger;
-      cap *= 2;
-    }
-    t += (double) us / 1e6;
-    w[*n].t = stalled (t / (1.0 + sender_ppm * 1e-6));
-    w[*n].frames = frames;
-    (*n)++;
-  }
-  fclose (f);
-  return w;
-}
-
-
 static void
 replay (const char *path)
 {
   size_t n = 0, i = 0;
-  Write *w = load (path, &n);
+  Write *w = arrivals_load (path, 1.0 + sender_ppm * 1e-6, stalled, &n);
   ClockBridge *b;
   float *in, out[CHUNK * 2];
   double t_out = -0.5, end, max_drift = 0.0, max_latency = 0.0;
@@ -317,41 +272,51 @@ replay (const char *path)
   clock_bridge_free (b);
 }
 
+/* the options that take a number: where it goes, and its unit's scale */
+static const struct
+{
+  const char *name;
+  double *value;
+  double scale;
+} NUMBER_OPTIONS[] = {
+  {"--jitter", &target_s, 1.0}, {"--ppm", &sender_ppm, 1.0},
+  {"--drift-from", &drift_from_s, 1.0}, {"--drift-tol", &drift_tol_ppm, 1.0},
+  {"--pitch-tol", &pitch_tol_ppm, 1.0},
+  {"--drift-known-from", &known_from_s, 1.0}, {"--warmup", &warmup_s, 1.0},
+  {"--settle-by", &settle_by_s, 1.0}, {"--settle-to", &settle_to_s, 1e-3},
+  {"--ceiling", &ceiling_s, 1.0},
+};
+
+static double *
+number_option (const char *arg, double *scale)
+{
+  for (size_t i = 0; i < sizeof (NUMBER_OPTIONS) / sizeof (NUMBER_OPTIONS[0]);
+      i++)
+    if (strcmp (arg, NUMBER_OPTIONS[i].name) == 0) {
+      *scale = NUMBER_OPTIONS[i].scale;
+      return NUMBER_OPTIONS[i].value;
+    }
+  return NULL;
+}
+
 int
 main (int argc, char **argv)
 {
   int k = 1;
+  double *value, scale;
 
   for (; k < argc && strncmp (argv[k], "--", 2) == 0; k++) {
     if (strcmp (argv[k], "--drift-only") == 0)
       drift_only = 1;
     else if (strcmp (argv[k], "--trace") == 0)
       trace = 1;
-    else if (k + 1 < argc && strcmp (argv[k], "--ceiling") == 0)
-      ceiling_s = atof (argv[++k]);
-    else if (k + 1 < argc && strcmp (argv[k], "--warmup") == 0)
-      warmup_s = atof (argv[++k]);
-    else if (k + 1 < argc && strcmp (argv[k], "--settle-by") == 0)
-      settle_by_s = atof (argv[++k]);
-    else if (k + 1 < argc && strcmp (argv[k], "--settle-to") == 0)
-      settle_to_s = atof (argv[++k]) / 1e3;
     else if (k + 1 < argc && strcmp (argv[k], "--stall") == 0
         && n_stalls < MAX_STALLS
         && sscanf (argv[++k], "%lf:%lf", &stall_at[n_stalls],
             &stall_len[n_stalls]) == 2)
       n_stalls++;
-    else if (k + 1 < argc && strcmp (argv[k], "--jitter") == 0)
-      target_s = atof (argv[++k]);
-    else if (k + 1 < argc && strcmp (argv[k], "--ppm") == 0)
-      sender_ppm = atof (argv[++k]);
-    else if (k + 1 < argc && strcmp (argv[k], "--drift-from") == 0)
-      drift_from_s = atof (argv[++k]);
-    else if (k + 1 < argc && strcmp (argv[k], "--drift-tol") == 0)
-      drift_tol_ppm = atof (argv[++k]);
-    else if (k + 1 < argc && strcmp (argv[k], "--pitch-tol") == 0)
-      pitch_tol_ppm = atof (argv[++k]);
-    else if (k + 1 < argc && strcmp (argv[k], "--drift-known-from") == 0)
-      known_from_s = atof (argv[++k]);
+    else if (k + 1 < argc && (value = number_option (argv[k], &scale)))
+      *value = atof (argv[++k]) * scale;
     else
       break;
   }
