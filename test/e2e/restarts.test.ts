@@ -35,7 +35,9 @@ const PER_PIPELINE = [
   'audio_engine_pipeline_srt_packets_lost_total', 'audio_engine_pipeline_srt_packets_retransmitted_total',
   'audio_engine_pipeline_srt_packets_dropped_total', 'audio_engine_pipeline_srt_received_bytes_total',
   'audio_engine_pipeline_buffer_fill_ratio', 'audio_engine_pipeline_output_packets_total', 'audio_engine_pipeline_output_bytes_total',
-  'audio_engine_pipeline_realtime_ratio', 'audio_engine_pipeline_input_clock_drift_ppm', 'audio_engine_pipeline_jitter_buffer_seconds',
+  'audio_engine_pipeline_realtime_ratio', 'audio_engine_pipeline_input_clock_drift_ppm', 'audio_engine_pipeline_input_clock_drift_uncertainty_ppm',
+  'audio_engine_pipeline_jitter_buffer_seconds', 'audio_engine_pipeline_jitter_depth_seconds', 'audio_engine_pipeline_jitter_ceiling_seconds',
+  'audio_engine_pipeline_jitter_ceiling_hits_total', 'audio_engine_pipeline_jitter_ceiling_underruns_total',
   'audio_engine_pipeline_jitter_buffer_underruns_total', 'audio_engine_pipeline_jitter_buffer_overruns_total', 'audio_engine_pipeline_latency_seconds',
   'audio_engine_pipeline_inserted_silence_seconds_total', 'audio_engine_pipeline_output_realtime', 'audio_engine_pipeline_realtime_demotions_total',
   // Failover (docs/failover.md): the main input's series exist for every pipeline.
