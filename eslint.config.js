@@ -11,6 +11,7 @@ const LAYERS = [
   ['config', 'store', 'version.ts'],
   ['compiler', 'capacity', 'aes67'],
   ['supervisor'],
+  ['pipelines'],
   ['stations', 'metrics', 'dashboard', 'health.ts', 'nmos'],
   ['http', 'grpc'],
   ['app.ts'],

@@ -529,7 +529,7 @@ function rtDemotionsSaid(engine: BenchEngine): Record<string, number> {
 }
 
 /**
- * The engine's underrun log lines (src/supervisor/supervisor.ts, event "underrun"), each as
+ * The engine's underrun log lines (src/pipelines/child-reports.ts, event "underrun"), each as
  * "pipeline K at T s: H ms silent (last hole L ms), cause": K the pipeline's place in the step,
  * T seconds after the senders started (when the line reached the bench).
  */

@@ -42,8 +42,8 @@ import { StationValuesStore } from './store/station-values.js';
 import { applyPipelinePatch } from './spec/patch.js';
 import { DOTTED } from './spec/validate.js';
 import { ValidationError } from './errors.js';
-import { PipelineRegistry } from './supervisor/registry.js';
-import { FallbackCache } from './supervisor/fallback-cache.js';
+import { PipelineRegistry } from './pipelines/registry.js';
+import { FallbackCache } from './pipelines/fallback-cache.js';
 import { VERSION } from './version.js';
 
 export interface EngineOptions {
@@ -108,9 +108,9 @@ const ANNOUNCED_STATES: ReadonlySet<string> = new Set(['starting', 'running', 'e
 /** Every pipeline's and station's RTP output, live while its child is wanted (SAP announces these, NMOS registers them). */
 function outputStreams(pipelines: PipelineRegistry, stations: Stations): () => Iterable<StreamSource> {
   return function* () {
-    for (const { record, supervisor } of pipelines.entries()) {
+    for (const { record, managed } of pipelines.entries()) {
       // An output switched off (output.enabled false) is not announced: SAP sends its deletion.
-      const live = ANNOUNCED_STATES.has(supervisor.snapshot().state) && record.spec.output.enabled !== false;
+      const live = ANNOUNCED_STATES.has(managed.snapshot().state) && record.spec.output.enabled !== false;
       yield { id: record.id, name: record.spec.name, output: record.spec.output, live };
     }
     for (const station of stations.list()) {
@@ -239,7 +239,7 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
   });
   // Each running child's output thread: real time or not (null: its element does not say).
   const outputRealtime = (): (boolean | null | undefined)[] =>
-    [...pipelines.entries(), ...stations.entries()].map(({ supervisor }) => supervisor.stats.clock?.outputRealtime);
+    [...pipelines.entries(), ...stations.entries()].map(({ managed }) => managed.stats.clock?.outputRealtime);
   const health = new EngineHealth(VERSION, startedAt, () => checkGstreamer(gst), Date.now, () => pipelines.damaged(), () => capacity.overload(),
     () => realtimeRefused(outputRealtime(), readOwnProcess));
   const supervised = { entries: () => [...pipelines.entries(), ...stations.entries()] };

@@ -51,6 +51,7 @@ import { DEFAULT_PBKEYLEN, type PipelineSpec, type ProcessingStep } from '../spe
 import { isMulticast } from '../spec/host.js';
 import { PTIME_SAMPLES, RTP_SOURCE_PORT } from '../spec/rtp-format.js';
 import { CAPS, element, processingCaps, UnsafeValueError } from './elements.js';
+import type { PipelineStatsLayout } from '../stats/pipeline-stats.js';
 
 /** Internal input: the child reads the encoded stream from its stdin (fd 0). */
 export interface StdinInput {
@@ -70,7 +71,7 @@ export interface CompilableSpec {
   failover?: PipelineSpec['failover'];
   /**
    * The engine's decoded copy of `fallback` (raw F32LE, 48 kHz, the output's channels) in its state
-   * dir: the bridge's `fallback-file` (supervisor/fallback-cache.ts). Not part of the user's spec.
+   * dir: the bridge's `fallback-file` (pipelines/fallback-cache.ts). Not part of the user's spec.
    */
   fallbackFile?: string;
   processing: PipelineSpec['processing'];
@@ -440,21 +441,29 @@ export function compilePipeline(spec: CompilableSpec, options: CompileOptions): 
   return [...GST_LAUNCH_OPTIONS, ...chain, ...stats, ...compileAccess(spec.input), ...compileControl(), ...compileBackup(spec)];
 }
 
-/** What a compiled argv tells the statistics before its child reports anything. */
-export interface StatsLayout {
-  /** Names of the loudness steps (`loudnorm name=stepN`), in order. */
-  loudnessSteps: string[];
-  /** The input is srtsrc (SRT statistics come), not a station's stdin. */
-  srtInput: boolean;
-  /** The graph has a backup SRT input (`srtsrc name=src2`). */
-  backupInput: boolean;
+/**
+ * Everything the supervisor and the pipeline's statistics need of a compiled spec, made once
+ * from the spec (nothing reads it back out of the argv): the child's argv, what it reads from
+ * descriptors 3, 4, ... (compileSecrets), the output legs whose interfaces are watched, and what
+ * the child will report (its loudness steps, an SRT input, a backup input).
+ */
+export interface PipelinePlan {
+  argv: string[];
+  secrets: (Uint8Array | null)[];
+  legInterfaces: LegInterface[];
+  statsLayout: PipelineStatsLayout;
 }
 
-export function statsLayoutOf(args: readonly string[]): StatsLayout {
-  const loudnessSteps: string[] = [];
-  args.forEach((token, i) => {
-    const next = args[i + 1];
-    if (token === 'loudnorm' && next?.startsWith('name=') === true) loudnessSteps.push(next.slice('name='.length));
-  });
-  return { loudnessSteps, srtInput: args.includes('srtsrc'), backupInput: args.includes(`name=${BACKUP_SOURCE}`) };
+export function compilePlan(spec: CompilableSpec, options: CompileOptions): PipelinePlan {
+  return {
+    argv: compilePipeline(spec, options),
+    secrets: compileSecrets(spec),
+    legInterfaces: legInterfacesOf(spec.output),
+    statsLayout: {
+      // compileStep names each step `step<index>`
+      loudnessSteps: spec.processing.flatMap((step, index) => (step.plugin === 'loudness-normalize' ? [`step${index}`] : [])),
+      srtInput: spec.input.type === 'srt',
+      backupInput: spec.backup !== undefined,
+    },
+  };
 }

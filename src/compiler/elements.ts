@@ -80,7 +80,7 @@ export const ELEMENTS = {
     'failover-silence': int(1_000_000_000, 600_000_000_000),
     'failover-return': int(0, 600_000_000_000),
     'fallback-on-silence': bool,
-    // The engine's decoded copy of the fallback file in its state dir (supervisor/fallback-cache.ts).
+    // The engine's decoded copy of the fallback file in its state dir (pipelines/fallback-cache.ts).
     'fallback-file': { kind: 'file-path' },
     select: { kind: 'enum', values: ['auto', 'main', 'backup', 'fallback'] },
   },

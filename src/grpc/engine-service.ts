@@ -29,7 +29,7 @@ import type {
 } from '../gen/svc/v1/engine.js';
 import type { EngineHealth } from '../health.js';
 import { DOTTED, parsePipelineSpec, specWarnings } from '../spec/validate.js';
-import type { PipelineRegistry } from '../supervisor/registry.js';
+import type { PipelineRegistry } from '../pipelines/registry.js';
 import { authorize } from './auth.js';
 import { createRequestToJson, updateRequestToPatch } from './from-proto.js';
 import { MetricsHub } from './metrics-stream.js';

@@ -6,7 +6,7 @@
  */
 import type { MetricsEvent, PipelineMetrics } from '../gen/svc/v1/engine.js';
 import { readProcessStats, type ProcessStats } from '../metrics/process-stats.js';
-import type { PipelineRegistry } from '../supervisor/registry.js';
+import type { PipelineRegistry } from '../pipelines/registry.js';
 
 export type MetricsListener = (event: MetricsEvent) => void;
 

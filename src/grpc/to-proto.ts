@@ -1,7 +1,7 @@
 /** Engine views mapped to gRPC messages: the same fields REST returns, under the same names. */
 import { healthWarnings, type HealthReport } from '../health.js';
 import type { PipelineSpec } from '../spec/schema.js';
-import type { PipelineView } from '../supervisor/registry.js';
+import type { PipelineView } from '../pipelines/registry.js';
 import type { PtpStatus } from '../aes67/pmc.js';
 import type { HealthResponse, InputConfig, InputHealth, Pipeline, ProcessingStep, PtpStatus as PtpStatusMessage } from '../gen/svc/v1/engine.js';
 import type { SrtInputView } from '../spec/redact.js';

@@ -18,7 +18,7 @@ import type { KeyRing } from '../auth/keys.js';
 import { LiveFeed, type FeedSource } from '../dashboard/live-feed.js';
 import type { EngineHealth } from '../health.js';
 import type { Stations } from '../stations/stations.js';
-import type { PipelineRegistry } from '../supervisor/registry.js';
+import type { PipelineRegistry } from '../pipelines/registry.js';
 import { VERSION } from '../version.js';
 import { eventsRoutes } from './routes/events.js';
 import { healthRoutes } from './routes/health.js';
@@ -42,11 +42,11 @@ export interface DashboardDeps {
 /** Every pipeline, then every station, as the live feed reads them. */
 function feedSources(pipelines: PipelineRegistry, stations: Stations): FeedSource[] {
   const sources: FeedSource[] = [];
-  for (const { record, supervisor } of pipelines.entries()) {
-    sources.push({ kind: 'pipeline', id: record.id, view: pipelines.get(record.id), stats: supervisor.stats });
+  for (const { record, managed } of pipelines.entries()) {
+    sources.push({ kind: 'pipeline', id: record.id, view: pipelines.get(record.id), stats: managed.stats });
   }
   for (const view of stations.list()) {
-    sources.push({ kind: 'station', id: view.id, view, stats: stations.require(view.id).supervisor.stats });
+    sources.push({ kind: 'station', id: view.id, view, stats: stations.require(view.id).managed.stats });
   }
   return sources;
 }

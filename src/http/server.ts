@@ -7,7 +7,7 @@ import type { Aes67Sessions } from '../aes67/sessions.js';
 import type { PtpMonitor } from '../aes67/ptp-monitor.js';
 import type { KeyRing } from '../auth/keys.js';
 import type { EngineHealth } from '../health.js';
-import type { PipelineRegistry } from '../supervisor/registry.js';
+import type { PipelineRegistry } from '../pipelines/registry.js';
 import { installAuth } from './auth.js';
 import { installBodyDrain } from './body-drain.js';
 import { installErrorHandling } from './errors.js';

@@ -7,11 +7,11 @@
  */
 import { Gauge, type Registry } from 'prom-client';
 import type { PipelineSpec } from '../spec/schema.js';
-import { outputLegViews } from '../supervisor/output-legs-view.js';
-import type { PipelineSupervisor } from '../supervisor/supervisor.js';
+import { outputLegViews } from '../pipelines/output-legs-view.js';
+import type { PipelineRuntime } from '../pipelines/managed-pipeline.js';
 
 export interface LegSource {
-  entries(): Iterable<{ record: { id: string; spec?: { output?: PipelineSpec['output'] } }; supervisor: Pick<PipelineSupervisor, 'legs' | 'snapshot'> }>;
+  entries(): Iterable<{ record: { id: string; spec?: { output?: PipelineSpec['output'] } }; managed: Pick<PipelineRuntime, 'legs' | 'snapshot'> }>;
 }
 
 export function registerOutputLegMetrics(registry: Registry, pipelines: LegSource): void {
@@ -22,10 +22,10 @@ export function registerOutputLegMetrics(registry: Registry, pipelines: LegSourc
     registers: [registry],
     collect() {
       this.reset();
-      for (const { record, supervisor } of pipelines.entries()) {
+      for (const { record, managed } of pipelines.entries()) {
         const output = record.spec?.output;
         if (output === undefined) continue;
-        for (const leg of outputLegViews(output, supervisor)) this.set({ pipeline_id: record.id, leg: leg.leg }, leg.state === 'sending' ? 1 : 0);
+        for (const leg of outputLegViews(output, managed)) this.set({ pipeline_id: record.id, leg: leg.leg }, leg.state === 'sending' ? 1 : 0);
       }
     },
   });

@@ -22,7 +22,7 @@ type SourceRecord = ReturnType<SupervisedSource['entries']> extends Iterable<{ r
 export function registerPipelineMetrics(registry: Registry, pipelines: SupervisedSource, now: () => number = Date.now): void {
   type Read = (id: string, stats: PipelineStats, record: SourceRecord) => Reading;
   const each = (read: Read): Reading =>
-    [...pipelines.entries()].flatMap(({ record, supervisor }) => read(record.id, supervisor.stats, record));
+    [...pipelines.entries()].flatMap(({ record, managed }) => read(record.id, managed.stats, record));
 
   const gauge = (name: string, help: string, labelNames: string[], read: Read): void => {
     new Gauge({

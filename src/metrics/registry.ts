@@ -6,7 +6,7 @@
  */
 import { collectDefaultMetrics, Counter, Gauge, Registry } from 'prom-client';
 import type { HostCapacity } from '../capacity/host-capacity.js';
-import type { PipelineSupervisor } from '../supervisor/supervisor.js';
+import type { PipelineRuntime } from '../pipelines/managed-pipeline.js';
 import type { ChildState } from '../supervisor/state.js';
 import { registerPipelineMetrics } from './pipeline-metrics.js';
 import { registerOutputLegMetrics, type LegSource } from './output-leg-metrics.js';
@@ -18,7 +18,7 @@ import { readProcessStats, type ProcessStats } from './process-stats.js';
  */
 export interface SupervisedSource {
   /** `spec.input.latency`: the SRT latency (ms) of the pipeline's input, part of its latency estimate. */
-  entries(): Iterable<{ record: { id: string; spec?: { input: { latency?: number } } }; supervisor: Pick<PipelineSupervisor, 'pid' | 'stats' | 'snapshot'> }>;
+  entries(): Iterable<{ record: { id: string; spec?: { input: { latency?: number } } }; managed: Pick<PipelineRuntime, 'pid' | 'stats' | 'snapshot'> }>;
 }
 
 const STATES: readonly ChildState[] = ['pending', 'starting', 'running', 'exited', 'backoff', 'failed', 'stopping', 'stopped'];
@@ -66,8 +66,8 @@ export function createMetrics(
     collect() {
       this.reset();
       const counts = new Map<ChildState, number>(STATES.map((s) => [s, 0]));
-      for (const { supervisor } of pipelines.entries()) {
-        const state = supervisor.snapshot().state;
+      for (const { managed } of pipelines.entries()) {
+        const state = managed.snapshot().state;
         counts.set(state, (counts.get(state) ?? 0) + 1);
       }
       for (const [state, count] of counts) this.set({ state }, count);
@@ -81,8 +81,8 @@ export function createMetrics(
     registers: [registry],
     collect() {
       this.reset();
-      for (const { record, supervisor } of pipelines.entries()) {
-        this.set({ pipeline_id: record.id }, supervisor.snapshot().state === 'running' ? 1 : 0);
+      for (const { record, managed } of pipelines.entries()) {
+        this.set({ pipeline_id: record.id }, managed.snapshot().state === 'running' ? 1 : 0);
       }
     },
   });
@@ -94,8 +94,8 @@ export function createMetrics(
     registers: [registry],
     collect() {
       this.reset();
-      for (const { record, supervisor } of pipelines.entries()) {
-        const current = supervisor.snapshot().state;
+      for (const { record, managed } of pipelines.entries()) {
+        const current = managed.snapshot().state;
         for (const state of STATES) this.set({ pipeline_id: record.id, state }, state === current ? 1 : 0);
       }
     },
@@ -108,8 +108,8 @@ export function createMetrics(
     registers: [registry],
     collect() {
       this.reset();
-      for (const { record, supervisor } of pipelines.entries()) {
-        this.inc({ pipeline_id: record.id }, supervisor.snapshot().restarts);
+      for (const { record, managed } of pipelines.entries()) {
+        this.inc({ pipeline_id: record.id }, managed.snapshot().restarts);
       }
     },
   });
@@ -128,8 +128,8 @@ export function createMetrics(
         at: now,
         ids: new Set(ids),
         values: Promise.all(
-          [...pipelines.entries()].map(async ({ record, supervisor }) => {
-            const pid = supervisor.pid;
+          [...pipelines.entries()].map(async ({ record, managed }) => {
+            const pid = managed.pid;
             const stats: ProcessStats | undefined = pid === undefined ? undefined : await readProcessStats(pid);
             const seen = cpu.get(record.id) ?? { pid, last: 0, base: 0 };
             if (seen.pid !== pid) {

@@ -136,7 +136,7 @@ export const PriorityField = Type.Unsafe<Priority>({ type: 'string', enum: [...P
 
 /**
  * A file that plays, looped, when main and backup are both lost (docs/failover.md). The path is
- * checked and the file decoded when the spec is created or changed (supervisor/fallback-cache.ts):
+ * checked and the file decoded when the spec is created or changed (pipelines/fallback-cache.ts):
  * absolute, normalised, inside the config's `[engine] fallback_dir`, decodable as audio.
  */
 export const FallbackFile = Type.Object(

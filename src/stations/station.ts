@@ -1,5 +1,5 @@
 /**
- * One station: a supervised pipeline (the same PipelineSupervisor as an API pipeline) whose input
+ * One station: a supervised pipeline (the same ManagedPipeline as an API pipeline) whose input
  * listens on the station's harbor port, 8100 + number - 1. Its source of truth is config.toml;
  * nothing is stored. Start, restart and stop are serialized per station, so concurrent calls never
  * make two children.
@@ -19,11 +19,11 @@ import { PortInUseError } from '../errors.js';
 import { applyProcessingPatch } from '../spec/patch.js';
 import { REST_BODY } from '../spec/validate.js';
 import type { StationValuesStore } from '../store/station-values.js';
-import { ManagedPipeline, type Applied } from '../supervisor/managed-pipeline.js';
+import { ManagedPipeline, type Applied, type PipelineDeps } from '../pipelines/managed-pipeline.js';
 import type { PortProbe } from '../net/udp-port.js';
 import type { ClockReport, InputState } from '../stats/pipeline-stats.js';
 import { SILENCE_REPORT_MS } from '../stats/pipeline-stats.js';
-import type { PipelineSupervisor, RuntimeInfo, SupervisorDeps } from '../supervisor/supervisor.js';
+import type { ChildSupervisor, RuntimeInfo } from '../supervisor/child-supervisor.js';
 import { IcecastHarbor, type SourceInfo } from './icecast-harbor.js';
 import { portInUseMessage, type PortHolder, type Transport } from './port-holder.js';
 
@@ -31,7 +31,7 @@ export const HARBOR_BASE_PORT = 8100;
 export const harborPort = (number: number): number => HARBOR_BASE_PORT + number - 1;
 
 export interface StationDeps {
-  supervisorDeps: SupervisorDeps;
+  supervisorDeps: PipelineDeps;
   /** How the station compiles to gst-launch argv (stats period, RTP packets per send). */
   compile: CompileOptions;
   probe: (port: number, transport: Transport) => Promise<PortProbe>;
@@ -84,9 +84,10 @@ export interface StationView extends RuntimeInfo, PipelineCapacity {
 export class Station {
   readonly id: string;
   readonly port: number;
-  readonly supervisor: PipelineSupervisor;
+  readonly supervisor: ChildSupervisor;
   /** The lifecycle shared with API pipelines: changes, admission, loudness reset, the runtime view. */
-  private readonly managed: ManagedPipeline<CompilableSpec>;
+  /** The pipeline core it shares with an API pipeline: its child, spec, changes and reports. */
+  readonly managed: ManagedPipeline<CompilableSpec>;
   private readonly harbor: IcecastHarbor | undefined;
   private readonly log: Logger;
   private enabled = false;
@@ -140,7 +141,7 @@ export class Station {
         },
         renewInput: (input) => void this.renewInput(input),
         // Audio reached the clock bridge: the graph itself plays (silence) from the start.
-        playing: () => this.supervisor.snapshot().state === 'running' && this.supervisor.stats.childPassedAudio(),
+        playing: () => this.supervisor.snapshot().state === 'running' && this.managed.stats.childPassedAudio(),
         now: deps.now,
       });
     }
@@ -239,7 +240,7 @@ export class Station {
     });
   }
 
-  /** Restarts the loudness steps' programme measurement in the running child (supervisor/loudness-reset.ts). */
+  /** Restarts the loudness steps' programme measurement in the running child (pipelines/loudness-reset.ts). */
   resetLoudness(): Promise<{ steps: string[] }> {
     return this.serialize(async () => ({ steps: await this.managed.resetLoudness() }));
   }

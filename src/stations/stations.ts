@@ -36,11 +36,11 @@ export class Stations {
     return [...this.stations.values()].map((s) => s.view());
   }
 
-  /** For metrics: each station's supervisor under its pipeline id `station:<id>`. */
-  *entries(): IterableIterator<{ record: { id: string; spec: { input: { latency?: number }; output: Station['config']['output'] } }; supervisor: Station['supervisor'] }> {
+  /** For metrics: each station's managed pipeline under its pipeline id `station:<id>`. */
+  *entries(): IterableIterator<{ record: { id: string; spec: { input: { latency?: number }; output: Station['config']['output'] } }; managed: Station['managed'] }> {
     for (const station of this.stations.values()) {
       const latency = station.config.harbor === 'srt' ? station.config.latency : undefined;
-      yield { record: { id: station.supervisor.id, spec: { input: { latency }, output: station.config.output } }, supervisor: station.supervisor };
+      yield { record: { id: station.supervisor.id, spec: { input: { latency }, output: station.config.output } }, managed: station.managed };
     }
   }
 

@@ -38,7 +38,7 @@ export interface InputReport {
   srt_connected: boolean;
 }
 
-/** What the argv of a pipeline's children says they will report (compiler statsLayoutOf). */
+/** What a pipeline's children will report, from its spec (compiler/compile.ts compilePlan). */
 export interface PipelineStatsLayout {
   /** Element names of the loudness steps, in order. */
   loudnessSteps: readonly string[];

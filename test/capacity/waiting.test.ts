@@ -19,7 +19,7 @@ import { PipelineStore } from '../../src/store/pipeline-store.js';
 import { DEFAULT_BACKOFF } from '../../src/supervisor/backoff.js';
 import { launchChild } from '../../src/process/child.js';
 import { findLeftovers } from '../../src/process/reap.js';
-import { PipelineRegistry } from '../../src/supervisor/registry.js';
+import { PipelineRegistry } from '../../src/pipelines/registry.js';
 import { eventually } from '../helpers/engine-process.js';
 import { freeUdpPort } from '../helpers/ports.js';
 

@@ -9,7 +9,7 @@ import path from 'node:path';
 import { status } from '@grpc/grpc-js';
 import t from 'tap';
 import type { OverloadReport } from '../../src/capacity/host-capacity.js';
-import type { PipelineView } from '../../src/supervisor/registry.js';
+import type { PipelineView } from '../../src/pipelines/registry.js';
 import { findLeftovers } from '../../src/process/reap.js';
 import { probeUdpPort } from '../../src/net/udp-port.js';
 import type { StationView } from '../../src/stations/station.js';

@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { status } from '@grpc/grpc-js';
 import t from 'tap';
-import type { PipelineView } from '../../src/supervisor/registry.js';
+import type { PipelineView } from '../../src/pipelines/registry.js';
 import { api, createPipeline, isAlive, isRunning, startEngine, waitForPipeline } from '../helpers/engine-process.js';
 import { freeUdpPort } from '../helpers/ports.js';
 import { grpcPortOf, TestClient } from '../grpc/client.js';

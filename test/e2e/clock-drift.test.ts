@@ -11,7 +11,7 @@ import { freeUdpPort } from '../helpers/ports.js';
 import { between, clockFigures, realtimeNs } from '../helpers/clock-analysis.js';
 import { RtpTiming } from '../helpers/rtp-timing.js';
 import { sendSine } from '../helpers/srt-sender.js';
-import type { PipelineView } from '../../src/supervisor/registry.js';
+import type { PipelineView } from '../../src/pipelines/registry.js';
 
 const SEND_SECONDS = 62;
 const SETTLE_SECONDS = 10; // the window starts after the bridge settled

@@ -21,7 +21,7 @@ import { freeUdpPort } from '../helpers/ports.js';
 import { RtpTiming, type TimedPacket } from '../helpers/rtp-timing.js';
 import { SrtRelay } from '../helpers/srt-relay.js';
 import { sendSine } from '../helpers/srt-sender.js';
-import type { PipelineView } from '../../src/supervisor/registry.js';
+import type { PipelineView } from '../../src/pipelines/registry.js';
 
 const SRT_LATENCY_MS = 120;
 const JITTER_MS = 20;

@@ -9,7 +9,7 @@ import { freeUdpPort } from '../helpers/ports.js';
 import { between, clockFigures, realtimeNs } from '../helpers/clock-analysis.js';
 import { RtpTiming } from '../helpers/rtp-timing.js';
 import { sendSine } from '../helpers/srt-sender.js';
-import type { PipelineView } from '../../src/supervisor/registry.js';
+import type { PipelineView } from '../../src/pipelines/registry.js';
 
 const AMPLITUDE = 0.5;
 const S = 1_000_000_000n;

@@ -22,7 +22,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import t, { type Test } from 'tap';
-import type { PipelineView } from '../../src/supervisor/registry.js';
+import type { PipelineView } from '../../src/pipelines/registry.js';
 import { api, engineDir, eventually, isRunning, startEngine, TEST_SRT_LATENCY_MS, waitForPipeline, type EngineProcess, type LogLine } from '../helpers/engine-process.js';
 import { freeUdpPort } from '../helpers/ports.js';
 import { RtpCapture } from '../helpers/rtp-capture.js';
@@ -263,7 +263,7 @@ void t.test('both senders gone: the fallback file, looped, at its level; the mai
   t.ok(Math.abs(fileRmsDb - sineRmsDb(FILE.amplitude)) <= LEVEL_TOLERANCE_DB, `the file's level on the output: ${fileRmsDb.toFixed(2)} dBFS RMS (the file's ${sineRmsDb(FILE.amplitude).toFixed(2)})`);
   const fileStep = largestStep(left, firstFile * BLOCK + 1, returnBlock * BLOCK);
   const fileOwnStep = 2 * Math.sin((Math.PI * FILE.frequency) / RATE) * FILE.amplitude;
-  // Not asserted (the decoded copy's own loop point is: test/supervisor/fallback-cache.test.ts).
+  // Not asserted (the decoded copy's own loop point is: test/pipelines/fallback-cache.test.ts).
   t.comment(`the fallback's largest step ${fileStep.step.toFixed(5)} (the tone's own ${fileOwnStep.toFixed(5)})`);
 
   // The return: main's first tone (not the marker), at its level, within a crossfade.

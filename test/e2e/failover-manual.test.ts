@@ -11,7 +11,7 @@
 import { readFileSync } from 'node:fs';
 import t from 'tap';
 import type { UpdatePipelineResponse } from '../../src/gen/svc/v1/engine.js';
-import type { PipelineView } from '../../src/supervisor/registry.js';
+import type { PipelineView } from '../../src/pipelines/registry.js';
 import { grpcPortOf, TestClient } from '../grpc/client.js';
 import { api, gstLaunchChildren, isRunning, startEngine, waitForPipeline } from '../helpers/engine-process.js';
 import { freeUdpPort } from '../helpers/ports.js';

@@ -8,7 +8,7 @@ import { closeSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync,
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import t from 'tap';
-import type { PipelineView } from '../../src/supervisor/registry.js';
+import type { PipelineView } from '../../src/pipelines/registry.js';
 import { api, engineDir, eventually, gstLaunchChildren, startEngine, TEST_SRT_LATENCY_MS, waitForPipeline, writeConfig, type EngineProcess } from '../helpers/engine-process.js';
 import { freeUdpPort } from '../helpers/ports.js';
 

@@ -5,7 +5,7 @@
  * pid, no gap in the RTP sequence, no click.
  */
 import t, { type Test } from 'tap';
-import type { PipelineView } from '../../src/supervisor/registry.js';
+import type { PipelineView } from '../../src/pipelines/registry.js';
 import { api, createPipeline, isRunning, startEngine, waitForPipeline, type EngineProcess } from '../helpers/engine-process.js';
 import { measureSamples } from '../helpers/loudness-meter.js';
 import { freeUdpPort } from '../helpers/ports.js';

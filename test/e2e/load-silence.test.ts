@@ -25,7 +25,7 @@ import { busyLoops, stopLoops } from '../helpers/busy-loop.js';
 import { api, isRunning, startEngine, waitForPipeline, TEST_SRT_LATENCY_MS, type EngineProcess } from '../helpers/engine-process.js';
 import { freeUdpPort } from '../helpers/ports.js';
 import { sendSine } from '../helpers/srt-sender.js';
-import type { PipelineView } from '../../src/supervisor/registry.js';
+import type { PipelineView } from '../../src/pipelines/registry.js';
 
 const PIPELINES = 8;
 const SETTLE_S = 15; // the bridges start and learn their input's pattern before the load

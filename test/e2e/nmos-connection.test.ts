@@ -18,7 +18,7 @@ import { nmosSchemas } from '../helpers/nmos-schemas.js';
 import { freeTcpPort, freeUdpPort } from '../helpers/ports.js';
 import { RtpReceiver } from '../helpers/rtp-receiver.js';
 import { sendSine } from '../helpers/srt-sender.js';
-import type { PipelineView } from '../../src/supervisor/registry.js';
+import type { PipelineView } from '../../src/pipelines/registry.js';
 
 const CONNECTION = '/x-nmos/connection/v1.1';
 const NODE = '/x-nmos/node/v1.3';

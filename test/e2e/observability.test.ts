@@ -5,7 +5,7 @@
  */
 import { spawnSync } from 'node:child_process';
 import t from 'tap';
-import type { PipelineView } from '../../src/supervisor/registry.js';
+import type { PipelineView } from '../../src/pipelines/registry.js';
 import { api, createPipeline, eventually, isRunning, startEngine, waitForPipeline, type EngineProcess } from '../helpers/engine-process.js';
 import { freeUdpPort } from '../helpers/ports.js';
 import { RtpReceiver, sineRmsDbfs } from '../helpers/rtp-receiver.js';

@@ -6,7 +6,7 @@
 import { cpus } from 'node:os';
 import t, { type Test } from 'tap';
 import type { OverloadReport } from '../../src/capacity/host-capacity.js';
-import type { PipelineView } from '../../src/supervisor/registry.js';
+import type { PipelineView } from '../../src/pipelines/registry.js';
 import { busyLoops, stopLoops } from '../helpers/busy-loop.js';
 import { api, eventually, startEngine, waitForPipeline } from '../helpers/engine-process.js';
 import { freeUdpPort } from '../helpers/ports.js';

@@ -8,7 +8,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { connect } from 'node:net';
 import t from 'tap';
 import type { StationView } from '../../src/stations/station.js';
-import type { PipelineView } from '../../src/supervisor/registry.js';
+import type { PipelineView } from '../../src/pipelines/registry.js';
 import { api, createPipeline, eventually, startEngine, waitForPipeline, type EngineProcess } from '../helpers/engine-process.js';
 import { freeUdpPort } from '../helpers/ports.js';
 import { sendSine } from '../helpers/srt-sender.js';

@@ -16,7 +16,7 @@ import { readdir, readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { status, type ServiceError } from '@grpc/grpc-js';
 import t from 'tap';
-import type { PipelineView } from '../../src/supervisor/registry.js';
+import type { PipelineView } from '../../src/pipelines/registry.js';
 import { api, isRunning, startEngine, waitForPipeline, type EngineProcess, type LogLine } from '../helpers/engine-process.js';
 import { freeUdpPort } from '../helpers/ports.js';
 import { RtpReceiver, sineRmsDbfs } from '../helpers/rtp-receiver.js';

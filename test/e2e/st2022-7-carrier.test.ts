@@ -11,7 +11,7 @@ import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import t from 'tap';
-import type { PipelineView } from '../../src/supervisor/registry.js';
+import type { PipelineView } from '../../src/pipelines/registry.js';
 import { collectLines } from '../helpers/child-lines.js';
 import { eventually, startEngine } from '../helpers/engine-process.js';
 import { gaps, missingIn, type Packet } from '../helpers/leg-packets.js';

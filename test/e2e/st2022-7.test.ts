@@ -17,7 +17,7 @@ import { fileURLToPath } from 'node:url';
 import { parse as parseSdp } from 'sdp-transform';
 import t from 'tap';
 import { decodeSap, type SapMessage } from '../../src/aes67/sap.js';
-import type { PipelineView } from '../../src/supervisor/registry.js';
+import type { PipelineView } from '../../src/pipelines/registry.js';
 import { eventually, startEngine } from '../helpers/engine-process.js';
 import { gaps, missingIn, type Packet } from '../helpers/leg-packets.js';
 import { canUseNetns, createDualNetwork, nsApi, setLink, spawnIn } from '../helpers/netns.js';

@@ -5,7 +5,7 @@
  * and health are complete from the first answer.
  */
 import t, { type Test } from 'tap';
-import type { PipelineView } from '../../src/supervisor/registry.js';
+import type { PipelineView } from '../../src/pipelines/registry.js';
 import { api, eventually, gstLaunchChildren, startEngine, TEST_SRT_LATENCY_MS, type EngineProcess } from '../helpers/engine-process.js';
 import { freeUdpPort } from '../helpers/ports.js';
 

@@ -7,7 +7,7 @@ import { createSocket } from 'node:dgram';
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
-import type { PipelineView } from '../../src/supervisor/registry.js';
+import type { PipelineView } from '../../src/pipelines/registry.js';
 import { findLeftovers } from '../../src/process/reap.js';
 import { api, engineDir, createPipeline, eventually, isAlive, startEngine, waitForPipeline, type EngineProcess } from '../helpers/engine-process.js';
 import { freeUdpPort } from '../helpers/ports.js';

@@ -11,7 +11,7 @@ import { BinaryReader, BinaryWriter, WireType } from '@bufbuild/protobuf/wire';
 import { FileDescriptorProtoSchema } from '@bufbuild/protobuf/wkt';
 import { Client, credentials, status, type ServiceError } from '@grpc/grpc-js';
 import t from 'tap';
-import type { PipelineView } from '../../src/supervisor/registry.js';
+import type { PipelineView } from '../../src/pipelines/registry.js';
 import { api, eventually, isAlive, startEngine } from '../helpers/engine-process.js';
 import { freeUdpPort } from '../helpers/ports.js';
 import { createRequest, grpcPortOf, record, sleep, TestClient } from './client.js';

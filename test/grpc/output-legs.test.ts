@@ -6,7 +6,7 @@ import t from 'tap';
 import { Pipeline } from '../../src/gen/svc/v1/engine.js';
 import { pipelineToProto } from '../../src/grpc/to-proto.js';
 import { parsePipelineSpec } from '../../src/spec/validate.js';
-import type { PipelineView } from '../../src/supervisor/registry.js';
+import type { PipelineView } from '../../src/pipelines/registry.js';
 
 void t.test('both legs, one failed, survive the wire', async (t) => {
   const spec = parsePipelineSpec({

@@ -8,7 +8,7 @@ import { pino } from 'pino';
 import t, { type Test } from 'tap';
 import type { EngineServiceDeps } from '../../src/grpc/engine-service.js';
 import { buildGrpcServer, type GrpcEdge } from '../../src/grpc/server.js';
-import type { Pipeline } from '../../src/supervisor/registry.js';
+import type { Pipeline } from '../../src/pipelines/registry.js';
 import { eventually } from '../helpers/engine-process.js';
 import { createRequest, record, TestClient } from './client.js';
 import { NO_PTP } from '../../src/aes67/pmc.js';

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { Test } from 'tap';
 import { findLeftovers } from '../../src/process/reap.js';
-import type { PipelineView } from '../../src/supervisor/registry.js';
+import type { PipelineView } from '../../src/pipelines/registry.js';
 import { baseConfigLines, enginePorts, launchEngine, type LogLine } from './engine-launcher.js';
 
 export { MAIN, ROOT, type LogLine } from './engine-launcher.js';

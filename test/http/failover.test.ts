@@ -12,7 +12,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
-import type { PipelineView } from '../../src/supervisor/registry.js';
+import type { PipelineView } from '../../src/pipelines/registry.js';
 import { api, gstLaunchChildren, startEngine, type EngineProcess } from '../helpers/engine-process.js';
 import { freeUdpPort } from '../helpers/ports.js';
 
@@ -108,7 +108,7 @@ void t.test('fallback files: checked and decoded at create, removed with the pip
   t.same(created.body.fallback, { type: 'file', path: tone, loop: true }, 'a fallback without a backup is allowed');
   const copies = readdirSync(cacheDir);
   t.equal(copies.length, 1);
-  // 2 s at 44.1 kHz resampled to 48 kHz, 2 channels of F32: exactly 2 * 48000 frames (src/supervisor/fallback-cache.ts).
+  // 2 s at 44.1 kHz resampled to 48 kHz, 2 channels of F32: exactly 2 * 48000 frames (src/pipelines/fallback-cache.ts).
   t.equal(statSync(path.join(cacheDir, copies[0] ?? '')).size, 2 * 48000 * 2 * 4, 'the decoded copy holds the file\'s 2 s, to the frame');
 
   const badPatch = await api<ErrorBody>(engine, 'PATCH', `/api/v1/pipelines/${created.body.id}`, file(path.join(fallbackDir, 'corrupt.flac')));

@@ -5,7 +5,7 @@
 import { createSocket } from 'node:dgram';
 import { createHash } from 'node:crypto';
 import t from 'tap';
-import type { PipelineView } from '../../src/supervisor/registry.js';
+import type { PipelineView } from '../../src/pipelines/registry.js';
 import { api, eventually, startEngine, type EngineProcess } from '../helpers/engine-process.js';
 import { freeUdpPort } from '../helpers/ports.js';
 import { EXAMPLE } from '../fixtures/example.js';

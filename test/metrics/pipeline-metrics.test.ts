@@ -3,20 +3,21 @@
  * statistics lines of a child (test/fixtures/gst-launch-1.22/clockbridge-srt.stdout): every
  * series of a pipeline is in every scrape from its creation to its deletion, whatever its child
  * reported; an unknown value reads as docs/api.md says (NaN for the clock bridge's values).
- * The supervisors are real and never start a child: the test feeds their statistics itself.
+ * The managed pipelines are real and never start a child: the test feeds their statistics itself.
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { pino } from 'pino';
 import t from 'tap';
-import { compilePipeline } from '../../src/compiler/compile.js';
 import { createMetrics, type SupervisedSource } from '../../src/metrics/registry.js';
 import { parseLine, type StatsEvent } from '../../src/stats/parse-line.js';
 import { PipelineStats } from '../../src/stats/pipeline-stats.js';
 import { DEFAULT_BACKOFF } from '../../src/supervisor/backoff.js';
 import { launchChild } from '../../src/process/child.js';
-import { PipelineSupervisor, type SupervisorDeps } from '../../src/supervisor/supervisor.js';
+import type { SupervisorDeps } from '../../src/supervisor/child-supervisor.js';
+import { ManagedPipeline } from '../../src/pipelines/managed-pipeline.js';
+import type { CompilableSpec } from '../../src/compiler/compile.js';
 
 const dir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../fixtures/gst-launch-1.22');
 /** One real child's statistics, one interval after another: [pipelinestats, level, clockbridge] each. */
@@ -45,16 +46,24 @@ const deps: SupervisorDeps = {
 };
 
 /** A pipeline as the registry has it: SRT in, one loudness step, RTP out; no child started. */
-function pipeline(id: string): { record: { id: string; spec: { input: { latency: number } } }; supervisor: PipelineSupervisor } {
-  const args = compilePipeline(
-    {
-      input: { type: 'srt', port: 9000, latency: 120 },
-      processing: [{ plugin: 'loudness-normalize', target: -23, true_peak: -1 }],
-      output: { type: 'rtp', host: '127.0.0.1', port: 9, ttl: 16, channels: 2, encoding: 'L24', ptime: 1, payload_type: 96, dscp: 34 },
-    },
-    { statsIntervalMs: 1000, packetsPerSend: 4, clockSource: 'tai', jitterMs: 20 },
-  );
-  return { record: { id, spec: { input: { latency: 120 } } }, supervisor: new PipelineSupervisor(id, args, deps) };
+function pipeline(id: string): { record: { id: string; spec: { input: { latency: number } } }; managed: ManagedPipeline<CompilableSpec> } {
+  const spec: CompilableSpec = {
+    input: { type: 'srt', port: 9000, latency: 120 },
+    processing: [{ plugin: 'loudness-normalize', target: -23, true_peak: -1 }],
+    output: { type: 'rtp', host: '127.0.0.1', port: 9, ttl: 16, channels: 2, encoding: 'L24', ptime: 1, payload_type: 96, dscp: 34 },
+  };
+  const managed = new ManagedPipeline({
+    id,
+    label: `pipeline ${id}`,
+    spec,
+    version: 1,
+    compile: { statsIntervalMs: 1000, packetsPerSend: 4, clockSource: 'tai', jitterMs: 20 },
+    supervisorDeps: deps,
+    held: () => true,
+    log: deps.log,
+    now: deps.now,
+  });
+  return { record: { id, spec: { input: { latency: 120 } } }, managed };
 }
 
 /** The series of one pipeline in a scrape: `name{labels}` → value. */
@@ -91,31 +100,31 @@ void t.test('every series of a pipeline is in every scrape, whatever its child r
   t.equal(created.get(`audio_engine_pipeline_input_rms_dbfs{pipeline_id="pl_a",channel="0"}`), -120);
 
   const steps: [string, () => void, (a: Map<string, number>) => void][] = [
-    ['a child started, nothing reported', () => pipelines.forEach((p) => p.supervisor.stats.childStarted()), (a) => {
+    ['a child started, nothing reported', () => pipelines.forEach((p) => p.managed.stats.childStarted()), (a) => {
       t.ok(Number.isNaN(a.get(key('input_clock_drift_ppm', 'pl_a'))), 'drift unknown');
     }],
-    ['its first interval without the clockbridge message', () => pipelines.forEach((p) => feed(p.supervisor.stats, intervals[0] ?? [], 1000, 'clockbridge')), (a) => {
+    ['its first interval without the clockbridge message', () => pipelines.forEach((p) => feed(p.managed.stats, intervals[0] ?? [], 1000, 'clockbridge')), (a) => {
       t.ok(Number.isNaN(a.get(key('input_clock_drift_ppm', 'pl_a'))), 'drift still unknown: no report yet');
       t.ok(Number.isNaN(a.get(key('buffer_fill_ratio', 'pl_a'))), 'buffer fill unknown: only the clock bridge reports it');
       t.equal(a.get(key('output_packets_total', 'pl_a')), 980, 'the other reports count');
     }],
-    ['three whole intervals', () => [1, 2, 3].forEach((i) => pipelines.forEach((p) => feed(p.supervisor.stats, intervals[i] ?? [], 1000 * (i + 1)))), (a) => {
+    ['three whole intervals', () => [1, 2, 3].forEach((i) => pipelines.forEach((p) => feed(p.managed.stats, intervals[i] ?? [], 1000 * (i + 1)))), (a) => {
       t.equal(a.get(key('input_clock_drift_ppm', 'pl_a')), 24.789165465862261, 'the bridge\'s drift');
       t.ok(Number.isNaN(a.get(key('input_clock_drift_uncertainty_ppm', 'pl_a'))), 'an element without the estimate: uncertainty unknown');
       t.ok((a.get(key('jitter_buffer_seconds', 'pl_a')) ?? 0) > 0.05);
-      const bridge = pipelines[0]?.supervisor.stats.clock;
+      const bridge = pipelines[0]?.managed.stats.clock;
       t.equal(a.get(key('buffer_fill_ratio', 'pl_a')), bridge === undefined ? -1 : bridge.fillSeconds / bridge.setpointSeconds, 'buffer fill: the bridge\'s fill over its setpoint');
     }],
-    ['an interval whose clockbridge message is missing', () => pipelines.forEach((p) => feed(p.supervisor.stats, intervals[4] ?? [], 5000, 'clockbridge')), (a) => {
+    ['an interval whose clockbridge message is missing', () => pipelines.forEach((p) => feed(p.managed.stats, intervals[4] ?? [], 5000, 'clockbridge')), (a) => {
       t.equal(a.get(key('input_clock_drift_ppm', 'pl_a')), 24.789165465862261, 'the last report stands');
     }],
-    ['the child ended', () => pipelines.forEach((p) => p.supervisor.stats.childEnded()), (a) => {
+    ['the child ended', () => pipelines.forEach((p) => p.managed.stats.childEnded()), (a) => {
       for (const name of CLOCK) t.ok(Number.isNaN(a.get(key(name, 'pl_a'))), `${name}: NaN without a child`);
       t.equal(a.get(key('output_packets_total', 'pl_a')), 4980, 'counters stay (the fifth report\'s count)');
     }],
     ['the next child reports', () => pipelines.forEach((p) => {
-      p.supervisor.stats.childStarted();
-      feed(p.supervisor.stats, intervals[5] ?? [], 7000);
+      p.managed.stats.childStarted();
+      feed(p.managed.stats, intervals[5] ?? [], 7000);
     }), (a) => {
       t.equal(a.get(key('input_clock_drift_ppm', 'pl_a')), 24.789165465862261);
     }],
@@ -143,11 +152,11 @@ void t.test('the drift and its uncertainty from the bridge\'s estimate', async (
   const p = pipeline('pl_e');
   const registry = createMetrics({ entries: () => [p] }, '0.0.0');
   const read = async (): Promise<Map<string, number>> => seriesOf(await registry.metrics(), 'pl_e');
-  p.supervisor.stats.childStarted();
+  p.managed.stats.childStarted();
   for (const [line, at] of [[BEFORE_ESTIMATE, 1000], [WITH_ESTIMATE, 4000]] as const) {
     const event = parseLine(line);
     if (event === undefined) throw new Error('the captured line does not parse');
-    p.supervisor.stats.apply(event, at);
+    p.managed.stats.apply(event, at);
     const series = await read();
     if (line === BEFORE_ESTIMATE) {
       t.ok(Number.isNaN(series.get(key('input_clock_drift_ppm', 'pl_e'))), 'no estimate yet: the drift NaN although drift-ppm has a figure');
@@ -177,9 +186,9 @@ void t.test('a pipeline added right after a scrape is in the next one, with its 
 
 void t.test('scrapes at the same time see the same child CPU, not the sum of both', async (t) => {
   // A supervised thing whose "child" is this test process: real /proc figures that are not 0.
-  const idle = pipeline('pl_self').supervisor;
+  const idle = pipeline('pl_self').managed;
   const source: SupervisedSource = {
-    entries: () => [{ record: { id: 'pl_self' }, supervisor: { pid: process.pid, stats: idle.stats, snapshot: () => idle.snapshot() } }],
+    entries: () => [{ record: { id: 'pl_self' }, managed: { pid: process.pid, stats: idle.stats, snapshot: () => idle.snapshot() } }],
   };
   const registry = createMetrics(source, '0.0.0');
   for (let round = 0; round < 5; round++) {
@@ -209,14 +218,14 @@ function oneSeries(id: string, metric: string): {
 void t.test('audio_engine_pipeline_output_realtime: 1 SCHED_FIFO, 0 refused, NaN unknown', async (t) => {
   const { p, registry, read, bridge } = oneSeries('pl_rt', 'output_realtime');
   t.ok(Number.isNaN(await read()), 'NaN before any report');
-  p.supervisor.stats.childStarted();
-  p.supervisor.stats.apply(bridge, 1000);
+  p.managed.stats.childStarted();
+  p.managed.stats.apply(bridge, 1000);
   t.ok(Number.isNaN(await read()), 'NaN from an element that does not say (the fixture predates the field)');
-  p.supervisor.stats.apply({ ...bridge, outputRealtime: true, inputRealtime: false }, 2000);
+  p.managed.stats.apply({ ...bridge, outputRealtime: true, inputRealtime: false }, 2000);
   t.equal(await read(), 1, 'the output thread runs SCHED_FIFO');
-  p.supervisor.stats.apply({ ...bridge, outputRealtime: false, inputRealtime: false }, 3000);
+  p.managed.stats.apply({ ...bridge, outputRealtime: false, inputRealtime: false }, 3000);
   t.equal(await read(), 0, 'refused');
-  p.supervisor.stats.childEnded();
+  p.managed.stats.childEnded();
   t.ok(Number.isNaN(await read()), 'NaN without a running child');
   t.match(await registry.metrics(), /^# TYPE audio_engine_pipeline_output_realtime gauge$/m);
 });
@@ -224,14 +233,14 @@ void t.test('audio_engine_pipeline_output_realtime: 1 SCHED_FIFO, 0 refused, NaN
 void t.test('audio_engine_pipeline_realtime_demotions_total: the guard\'s demotions, summed over children', async (t) => {
   const { p, registry, read, bridge } = oneSeries('pl_demoted', 'realtime_demotions_total');
   t.equal(await read(), 0, '0 before any report: a counter is kept');
-  p.supervisor.stats.childStarted();
-  p.supervisor.stats.apply(bridge, 1000);
+  p.managed.stats.childStarted();
+  p.managed.stats.apply(bridge, 1000);
   t.equal(await read(), 0, 'an element without the field: none');
-  p.supervisor.stats.apply({ ...bridge, realtimeDemotions: 1 }, 2000);
+  p.managed.stats.apply({ ...bridge, realtimeDemotions: 1 }, 2000);
   t.equal(await read(), 1, 'one thread demoted');
-  p.supervisor.stats.childEnded();
-  p.supervisor.stats.childStarted();
-  p.supervisor.stats.apply({ ...bridge, realtimeDemotions: 2 }, 3000);
+  p.managed.stats.childEnded();
+  p.managed.stats.childStarted();
+  p.managed.stats.apply({ ...bridge, realtimeDemotions: 2 }, 3000);
   t.equal(await read(), 3, 'the next child adds to the first');
   t.match(await registry.metrics(), /^# TYPE audio_engine_pipeline_realtime_demotions_total counter$/m);
 });

@@ -3,7 +3,7 @@ import type { ClockBridgeEvent, LevelEvent } from '../../src/stats/parse-line.js
 import { PipelineClock } from '../../src/gen/svc/v1/engine.js';
 import { pipelineToProto } from '../../src/grpc/to-proto.js';
 import { PipelineStats, type ClockReport } from '../../src/stats/pipeline-stats.js';
-import type { PipelineView } from '../../src/supervisor/registry.js';
+import type { PipelineView } from '../../src/pipelines/registry.js';
 
 /** A bridge report; `inputFrames` is cumulative over the child, as the element counts. */
 const bridge = (inputActive: boolean, fillSeconds = 0.02, inputFrames = inputActive ? 48000 : 0): ClockBridgeEvent => ({

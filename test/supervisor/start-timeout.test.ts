@@ -9,12 +9,12 @@ import { compilePipeline } from '../../src/compiler/compile.js';
 import { gstEnvironment } from '../../src/gst/environment.js';
 import { DEFAULT_BACKOFF } from '../../src/supervisor/backoff.js';
 import { launchChild } from '../../src/process/child.js';
-import { PipelineSupervisor, type RuntimeInfo, type SupervisorDeps } from '../../src/supervisor/supervisor.js';
+import { ChildSupervisor, type RuntimeInfo, type SupervisorDeps } from '../../src/supervisor/child-supervisor.js';
 import { eventually, isAlive } from '../helpers/engine-process.js';
 
 const READY_TIMEOUT_MS = 2000;
 
-function supervisor(t: Test, readyTimeoutMs = READY_TIMEOUT_MS): PipelineSupervisor {
+function supervisor(t: Test, readyTimeoutMs = READY_TIMEOUT_MS): ChildSupervisor {
   const stateDir = t.testdir();
   const gst = gstEnvironment(stateDir, process.env);
   const deps: SupervisorDeps = {
@@ -36,13 +36,13 @@ function supervisor(t: Test, readyTimeoutMs = READY_TIMEOUT_MS): PipelineSupervi
     { input: { type: 'stdin' }, processing: [], output: { type: 'rtp', host: '127.0.0.1', port: 9, ttl: 16, channels: 2, encoding: 'L24', ptime: 1, payload_type: 96, dscp: 34 } },
     { statsIntervalMs: 1000, packetsPerSend: 1, clockSource: 'tai', jitterMs: 20 },
   );
-  const sup = new PipelineSupervisor('station:test', args, deps, { stdin: true });
+  const sup = new ChildSupervisor('station:test', { argv: args }, deps, { stdin: true });
   t.teardown(() => sup.stop());
   return sup;
 }
 
 /** Polls the supervisor every 50 ms until `test` holds, recording every state seen. */
-async function watch(sup: PipelineSupervisor, seen: Set<string>, test: (s: RuntimeInfo) => boolean, what: string, ms = 15_000): Promise<RuntimeInfo> {
+async function watch(sup: ChildSupervisor, seen: Set<string>, test: (s: RuntimeInfo) => boolean, what: string, ms = 15_000): Promise<RuntimeInfo> {
   return eventually(() => {
     const s = sup.snapshot();
     seen.add(s.state);

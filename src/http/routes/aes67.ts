@@ -2,7 +2,7 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { Aes67Sessions } from '../../aes67/sessions.js';
-import type { PipelineRegistry } from '../../supervisor/registry.js';
+import type { PipelineRegistry } from '../../pipelines/registry.js';
 
 const IdParams = Type.Object({ id: Type.String({ maxLength: 80 }) });
 

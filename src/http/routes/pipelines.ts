@@ -5,7 +5,7 @@ import { VersionMismatchError } from '../../errors.js';
 import { PipelinePatch } from '../../spec/patch.js';
 import { PipelineSpec } from '../../spec/schema.js';
 import { parsePipelineSpec, REST_BODY, specWarnings } from '../../spec/validate.js';
-import type { PipelineRegistry, PipelineView } from '../../supervisor/registry.js';
+import type { PipelineRegistry, PipelineView } from '../../pipelines/registry.js';
 
 /** Adds the pipeline's SDP to what clients see (aes67/sessions.ts writes it). */
 export type DescribePipeline = (view: PipelineView) => PipelineView & { sdp: string };

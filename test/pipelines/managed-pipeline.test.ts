@@ -1,5 +1,5 @@
 /**
- * The lifecycle an API pipeline and a station share (src/supervisor/managed-pipeline.ts), with
+ * The lifecycle an API pipeline and a station share (src/pipelines/managed-pipeline.ts), with
  * real gst-launch-1.0 children (an SRT listener graph on a free port, RTP to the discard port of
  * 127.0.0.1): a live change reaches the running child, a structural one restarts it once the
  * host admitted it, a held pipeline takes changes at its next start, every refusal (port,
@@ -14,8 +14,8 @@ import { CapacityError, PortInUseError, StorageError } from '../../src/errors.js
 import { gstEnvironment } from '../../src/gst/environment.js';
 import { launchChild } from '../../src/process/child.js';
 import { DEFAULT_BACKOFF } from '../../src/supervisor/backoff.js';
-import { ManagedPipeline, type CapacityCode } from '../../src/supervisor/managed-pipeline.js';
-import type { RuntimeInfo } from '../../src/supervisor/supervisor.js';
+import { ManagedPipeline, type CapacityCode } from '../../src/pipelines/managed-pipeline.js';
+import type { RuntimeInfo } from '../../src/supervisor/child-supervisor.js';
 import { eventually, isAlive } from '../helpers/engine-process.js';
 import { freeUdpPort } from '../helpers/ports.js';
 

@@ -1,6 +1,10 @@
 /**
- * One pipeline's supervisor: keeps one gst-launch-1.0 child running while the engine wants it,
- * restarts it with back-off, keeps its recent output and explains its last failure.
+ * One supervised process: keeps one gst-launch-1.0 child running while its owner wants it,
+ * restarts it with back-off, kills one that does not start, stalls or hangs, ends it (EOS, then
+ * SIGTERM, then SIGKILL), keeps its recent output and explains its last failure. It knows children,
+ * not pipelines: each bus message a child prints is parsed once (stats/parse-line.ts) and handed
+ * to the owner's observer (ChildObserver; a pipeline's is pipelines/child-reports.ts), which also
+ * tells it whether a child made progress and passed audio.
  */
 import type { Writable } from 'node:stream';
 import type { Logger } from 'pino';
@@ -8,18 +12,36 @@ import type { ChildProcess, LaunchOptions } from '../process/child.js';
 import { backoffDelay, nextAttempt, type BackoffPolicy } from './backoff.js';
 import { ControlChannel, ControlFailure, type Assignment } from './control-channel.js';
 import { classifyExit, PREROLL_FAILED, type SupervisorKill } from './exit.js';
-import { parseLine, type ClockBridgeEvent, type FailoverEvent, type SrtAccessEvent } from '../stats/parse-line.js';
-import { describeUnderrun, underrunBetween } from '../stats/underruns.js';
-import { depthBetween, describeDepth } from '../stats/depth.js';
-import { describeFailover, failoverReport } from '../stats/failovers.js';
-import { SrtCallerLog } from '../stats/srt-callers.js';
-import { PipelineStats } from '../stats/pipeline-stats.js';
-import { OutputLegs, SendWarningLines, type LegChange } from '../stats/output-legs.js';
+import { parseLine, type StatsEvent } from '../stats/parse-line.js';
 import { RingBuffer } from './ring-buffer.js';
 import { watchdogVerdict } from './watchdog.js';
-import { legOfSink, statsLayoutOf, type LegInterface } from '../compiler/compile.js';
-import type { LinkWatch } from '../net/link-watcher.js';
 import { MIN_CLEAN_RUN_MS, transition, type Action, type ChildEvent, type ChildState, type Desired } from './state.js';
+
+/**
+ * What the owner of a supervisor makes of its children's reports. The supervisor calls it for
+ * the current child only: `childStarted`, then each bus message (`report`), then `childEnded`.
+ */
+export interface ChildObserver {
+  /** A new child starts: nothing of it is known yet. */
+  childStarted(): void;
+  /** One bus message of the current child, parsed once (the control channel's answers are the supervisor's own). */
+  report(event: StatsEvent, now: number): void;
+  /** A text line of the child's stdout the observer drops from the output ring (a message it reads as a bus message instead). */
+  swallows?(line: string): boolean;
+  /** The current child has exited. */
+  childEnded(): void;
+  /** When the current child last made real progress (a statistics message): what the watchdog judges. */
+  lastProgressAt(): number | undefined;
+  /** Whether the current (or just ended) child passed audio: a child that did not is judged as a source that sent nothing. */
+  passedAudio(): boolean;
+}
+
+/** The plan of the next child: its argv and what it reads from its descriptors 3, 4, ... */
+export interface ChildPlan {
+  argv: readonly string[];
+  /** Secrets each child reads from its descriptors 3, 4, ... (LaunchOptions.extraInput). */
+  extraInput?: readonly (Uint8Array | null)[];
+}
 
 export interface SupervisorDeps {
   launch: (options: LaunchOptions) => ChildProcess;
@@ -46,11 +68,9 @@ export interface SupervisorDeps {
   readyTimeoutMs: number;
   /** After gst-launch says the pipeline would not preroll, how long it may take to exit before it is killed. */
   prerollExitMs: number;
-  /** The engine's link watcher: while a child runs, the links of its legs' interfaces (option legInterfaces) are watched. */
-  links?: LinkWatch;
 }
 
-/** What a station's supervisor adds to a pipeline's (all optional: a pipeline uses none). */
+/** How a supervisor runs its children (all optional). */
 export interface SupervisorOptions {
   /** Each child gets a writable stdin (see `input()`); it is ended first when the child is stopped. */
   stdin?: boolean;
@@ -60,16 +80,12 @@ export interface SupervisorOptions {
   label?: string;
   /** Also record the supervisor's own events (child started, exited, state) in the output ring. */
   traceInLog?: boolean;
-  /** Secrets each child reads from its descriptors 3, 4, ... (LaunchOptions.extraInput). */
-  extraInput?: readonly (Uint8Array | null)[];
   /** Niceness added to each child (a normal-priority pipeline's; capacity/model.ts). */
   niceIncrement?: number;
   /** Each child gets a control channel on this descriptor (LaunchOptions.controlFd; see `applyLive()`). */
   controlFd?: number;
   /** How long a control command waits for the child's answer before it is sent again once (default 1000 ms). */
   controlTimeoutMs?: number;
-  /** The output legs that send from a named interface: their links are watched while a child runs (deps.links). */
-  legInterfaces?: readonly LegInterface[];
 }
 
 /** How a change reached the child: in the running child, or (none running) at its next start. */
@@ -91,7 +107,7 @@ const READY = /^Setting pipeline to PLAYING/;
 /** Bus messages printed by `-m`: statistics, not log lines. */
 const BUS_MESSAGE = /^Got message #\d+ /;
 
-export class PipelineSupervisor {
+export class ChildSupervisor {
   private state: ChildState = 'stopped';
   private desired: Desired = 'stop';
   private child: ChildProcess | undefined;
@@ -102,8 +118,6 @@ export class PipelineSupervisor {
   private exitCode: number | null = null;
   private exitSignal: string | null = null;
   private stateSince: number;
-  /** The current child's last clock bridge report (underruns are logged against it). */
-  private lastBridge: ClockBridgeEvent | undefined;
   private retryTimer: NodeJS.Timeout | undefined;
   private retryAt: number | null = null;
   private stopped: Promise<void> | undefined;
@@ -115,28 +129,17 @@ export class PipelineSupervisor {
   private readyTimer: NodeJS.Timeout | undefined;
   /** Why the supervisor itself killed the child, to report instead of the signal. */
   private killedBy: SupervisorKill | undefined;
-  /** What the log says about SRT callers (kept across children: a refused caller retries). */
-  private readonly callers = new SrtCallerLog();
-  /** Statistics of the pipeline: one object for its whole life, counters summed over its children. */
-  readonly stats: PipelineStats;
-  /** The current child's output legs (its udpsinks): sending or failed (stats/output-legs.ts). */
-  readonly legs = new OutputLegs();
-  /** Drops the text lines of udpsink's send warnings (their bus messages are parsed). */
-  private warningLines = new SendWarningLines();
 
   private readonly label: string;
   /** The current child's control channel (with the `controlFd` option). */
   private control: ControlChannel | undefined;
-  /** What the next child reads from descriptors 3, ... (reconfigure() replaces the option's). */
-  private extraInput: readonly (Uint8Array | null)[] | undefined;
-  /** The legs' interfaces of the next child (reconfigure() replaces the option's). */
-  private legInterfaces: readonly LegInterface[];
-  /** Ends the current child's watches of its legs' links. */
-  private unwatchLinks: (() => void) | undefined;
+  /** What the next child's owner observes of it. */
+  private observer: ChildObserver | undefined;
 
   constructor(
     readonly id: string,
-    private args: readonly string[],
+    /** The argv and secrets of the next child (reconfigure() replaces it; the running child is not touched). */
+    private plan: ChildPlan,
     private readonly deps: SupervisorDeps,
     private readonly options: SupervisorOptions = {},
   ) {
@@ -144,18 +147,16 @@ export class PipelineSupervisor {
     this.output = new RingBuffer<string>(deps.logLines);
     this.log = deps.log.child({ pipeline_id: id, ...options.logFields });
     this.label = options.label ?? `pipeline ${id}`;
-    this.stats = new PipelineStats(deps.statsIntervalMs, statsLayoutOf(args));
-    this.extraInput = options.extraInput;
-    this.legInterfaces = options.legInterfaces ?? [];
   }
 
-  /** The argv (descriptors, legs' interfaces) of the next child; the running one is not touched. */
-  reconfigure(args: readonly string[], extraInput: readonly (Uint8Array | null)[] | undefined, legInterfaces: readonly LegInterface[] = []): void {
-    this.args = args;
-    this.extraInput = extraInput;
-    this.legInterfaces = legInterfaces;
-    // the series a changed graph reports (a loudness step added or removed) exist from the change on
-    this.stats.layout = statsLayoutOf(args);
+  /** The owner's observer of every child from the next one on (pipelines/child-reports.ts); set once, before start. */
+  observe(observer: ChildObserver): void {
+    this.observer = observer;
+  }
+
+  /** The argv and secrets of the next child; the running one is not touched. */
+  reconfigure(plan: ChildPlan): void {
+    this.plan = plan;
   }
 
   /** Ends the child and starts a new one with the current argv (reconfigure()). */
@@ -262,7 +263,12 @@ export class PipelineSupervisor {
 
   /** Adds an engine line to the output ring (with the `traceInLog` option: a station's own events). */
   note(text: string): void {
-    if (this.options.traceInLog === true) this.output.push(`${new Date(this.deps.now()).toISOString()} engine: ${text}`);
+    if (this.options.traceInLog === true) this.record(text);
+  }
+
+  /** Adds an engine line to the output ring whatever the options (what an operator reading the child's log must see). */
+  record(text: string): void {
+    this.output.push(`${new Date(this.deps.now()).toISOString()} engine: ${text}`);
   }
 
   private setState(next: ChildState): void {
@@ -327,32 +333,25 @@ export class PipelineSupervisor {
     this.childStartedAt = this.deps.now();
     this.recentStderr.clear(); // the exit of this run is judged on this run's output only
     this.killedBy = undefined;
-    const stats = this.stats;
-    stats.childStarted();
-    this.lastBridge = undefined; // a new child counts from 0
-    this.legs.childStarted();
-    this.warningLines = new SendWarningLines();
+    const observer = this.observer;
+    observer?.childStarted();
     const child = this.deps.launch({
       command: this.deps.command,
-      args: this.args,
+      args: this.plan.argv,
       env: this.deps.env,
       stdin: this.options.stdin === true ? 'pipe' : 'ignore',
-      extraInput: this.extraInput,
+      extraInput: this.plan.extraInput,
       niceIncrement: this.options.niceIncrement ?? 0,
       controlFd: this.options.controlFd,
       onStdoutLine: (line) => {
         if (BUS_MESSAGE.test(line)) {
           const event = parseLine(line);
-          if (event?.kind === 'srtaccess') this.reportCaller(event);
-          if (event?.kind === 'enginecontrol' && this.child === child) this.control?.onAck(event);
-          if (event?.kind === 'clockbridge' && this.child === child) this.reportUnderruns(event);
-          if (event?.kind === 'udp-send-warning' && this.child === child) this.reportLeg(this.legs.onWarning(event));
-          if (event?.kind === 'pipelinestats' && this.child === child) for (const change of this.legs.onReport(event.output?.packets)) this.reportLeg(change);
-          if (event?.kind === 'failover' && this.child === child) this.reportFailover(event);
-          if (event !== undefined) stats.apply(event, this.deps.now());
+          if (event === undefined || this.child !== child) return;
+          if (event.kind === 'enginecontrol') this.control?.onAck(event);
+          else observer?.report(event, this.deps.now());
           return;
         }
-        if (this.warningLines.swallow(line)) return;
+        if (observer?.swallows?.(line) === true) return;
         this.output.push(line);
         if (READY.test(line) && this.child === child) {
           this.stopReadyTimer();
@@ -372,87 +371,21 @@ export class PipelineSupervisor {
       },
     });
     this.child = child;
-    this.watchLinks(child);
     if (child.niceError !== undefined) this.log.warn({ event: 'nice-failed' }, `${this.label}: priority not applied: ${child.niceError}`);
     this.control?.close();
     this.control = child.control === undefined ? undefined : new ControlChannel(child.control, this.options.controlTimeoutMs ?? 1000);
-    this.startWatchdog(child, stats);
+    this.startWatchdog(child);
     if (this.options.stdin !== true) this.armReadyTimer(child, this.deps.readyTimeoutMs, { cause: 'not-playing', afterMs: this.deps.readyTimeoutMs });
     this.log.info({ event: 'spawn', pid: child.pid, restarts: this.restarts, stdout_polled: child.stdoutPolled }, `${this.label}: child started`);
     this.note(`child started (pid ${String(child.pid)})`);
     void child.exited.then((exit) => this.onExit(child, exit.exitCode, exit.signal, exit.spawnError));
   }
 
-  /** Underruns of the clock bridge since its previous report: one log line with their length and cause. */
-  private reportUnderruns(event: ClockBridgeEvent): void {
-    const report = underrunBetween(this.lastBridge, event);
-    const depth = depthBetween(this.lastBridge, event);
-    this.lastBridge = event;
-    if (depth !== undefined) {
-      this.log[depth.state === 'back' ? 'info' : 'warn']({ event: 'jitter-depth', ...depth }, `${this.label}: ${describeDepth(depth)}`);
-      this.note(describeDepth(depth));
-    }
-    if (report === undefined) return;
-    this.log.warn({ event: 'underrun', ...report }, `${this.label}: ${describeUnderrun(report)}`);
-    this.note(describeUnderrun(report));
-  }
-
-  /**
-   * Watches the links of the child's legs' interfaces while it runs (until onExit): each change of
-   * a link goes into the legs' state. The watch tells the current state at once: a child started
-   * on a link without carrier has that leg failed from its start.
-   */
-  private watchLinks(child: ChildProcess): void {
-    this.unwatchLinks?.();
-    this.unwatchLinks = undefined;
-    const links = this.deps.links;
-    if (links === undefined || this.legInterfaces.length === 0) return;
-    const ends = this.legInterfaces.map(({ sink, interface: ifname }) =>
-      links.watch(ifname, (cause) => {
-        if (this.child === child) this.reportLeg(this.legs.onLink(sink, ifname, cause));
-      }));
-    this.unwatchLinks = () => {
-      for (const end of ends) end();
-    };
-  }
-
-  /** An output leg failed (its sends fail, or its interface has no carrier; the child goes on) or sends again: the log and the output ring. */
-  private reportLeg(change: LegChange | undefined): void {
-    if (change === undefined) return;
-    const leg = legOfSink(change.sink) ?? change.sink;
-    const where = change.interface !== undefined ? `link of ${change.interface}` : `sending to ${change.client ?? '?'}`;
-    const text = change.state === 'failed'
-      ? `output leg ${leg} failed: ${where}: ${change.error ?? 'unknown reason'}`
-      : `output leg ${leg} is sending again`;
-    if (change.state === 'failed') {
-      const cause = change.interface !== undefined ? { interface: change.interface } : { destination: change.client };
-      this.log.warn({ event: 'output-leg-failed', leg, sink: change.sink, ...cause, error: change.error }, `${this.label}: ${text}`);
-    } else {
-      this.log.info({ event: 'output-leg-recovered', leg, sink: change.sink }, `${this.label}: ${text}`);
-    }
-    this.output.push(`${new Date(this.deps.now()).toISOString()} engine: ${text}`);
-  }
-
-  /** The bridge switched inputs: one `failover` log line with the figures that triggered it. */
-  private reportFailover(event: FailoverEvent): void {
-    const report = failoverReport(event);
-    this.log.warn({ event: 'failover', ...report }, `${this.label}: ${describeFailover(report)}`);
-    this.note(describeFailover(report));
-  }
-
-  /** An SRT caller accepted or refused (by libsrt: wrong or missing passphrase): the log and the output ring. */
-  private reportCaller(event: SrtAccessEvent): void {
-    const line = this.callers.report(event, this.deps.now());
-    if (line === undefined) return;
-    this.log[line.level](line.fields, `${this.label}: ${line.text}`);
-    this.output.push(`${new Date(this.deps.now()).toISOString()} engine: ${line.text}`);
-  }
-
   /**
    * Only real progress (a statistics message, which the child posts every interval whether or not
    * audio flows) counts: a child that is stopped, deadlocked or busy-looping is killed and restarted.
    */
-  private startWatchdog(child: ChildProcess, stats: PipelineStats): void {
+  private startWatchdog(child: ChildProcess): void {
     this.stopWatchdog();
     const period = Math.max(100, Math.min(this.deps.statsIntervalMs, 1000));
     let previousTick = this.deps.now();
@@ -462,7 +395,7 @@ export class PipelineSupervisor {
         now,
         previousTick,
         periodMs: period,
-        lastProgressAt: stats.lastProgressAt ?? this.stateSince,
+        lastProgressAt: this.observer?.lastProgressAt() ?? this.stateSince,
         stallAfterMs: this.deps.stallAfterMs,
         hostOverloaded: this.deps.hostOverloaded?.() === true,
       });
@@ -503,16 +436,14 @@ export class PipelineSupervisor {
   private onExit(child: ChildProcess, exitCode: number | undefined, signal: string | undefined, spawnError: string | undefined): void {
     if (this.child !== child) return;
     this.child = undefined;
-    this.unwatchLinks?.();
-    this.unwatchLinks = undefined;
     this.control?.close();
     this.control = undefined;
     this.stopWatchdog();
     this.stopReadyTimer();
     const ranMs = this.deps.now() - this.childStartedAt;
     const stderr = this.recentStderr.last();
-    const audioSeen = this.stats.childPassedAudio();
-    this.stats.childEnded(); // the dead child's gauges read "no child" from now on; its counts stay in the totals
+    const audioSeen = this.observer?.passedAudio() ?? false;
+    this.observer?.childEnded();
     const cls = spawnError !== undefined
       ? { kind: 'retry' as const, reason: `cannot start ${this.deps.command}: ${spawnError}` }
       : classifyExit({ exitCode, signal, stderr, audioSeen, ...(this.killedBy === undefined ? {} : { killedBy: this.killedBy }) });

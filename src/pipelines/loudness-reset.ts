@@ -9,11 +9,11 @@ import type { Logger } from 'pino';
 import type { CompilableSpec } from '../compiler/compile.js';
 import { measurementResetAssignments } from '../compiler/update.js';
 import { NotMeasuringError } from '../errors.js';
-import { ControlFailure, throwAsEngineError } from './control-channel.js';
-import type { LiveOutcome, PipelineSupervisor } from './supervisor.js';
+import { ControlFailure, throwAsEngineError } from '../supervisor/control-channel.js';
+import type { ChildSupervisor, LiveOutcome } from '../supervisor/child-supervisor.js';
 
 /** `what` names the pipeline or station in messages ("pipeline pl_…", "station studio-a"); resolves with the steps reset. */
-export async function resetLoudnessMeasurement(what: string, spec: CompilableSpec, supervisor: PipelineSupervisor, log: Logger): Promise<string[]> {
+export async function resetLoudnessMeasurement(what: string, spec: CompilableSpec, supervisor: ChildSupervisor, log: Logger): Promise<string[]> {
   const assignments = measurementResetAssignments(spec);
   if (assignments.length === 0) throw new NotMeasuringError(`${what} has no loudness-normalize step in its processing: there is no loudness measurement to reset`);
   let outcome: LiveOutcome;

@@ -19,7 +19,7 @@ import type { CompilableSpec, CompileOptions } from '../compiler/compile.js';
 import { LimitError, NotFoundError, PortInUseError, StorageError, UnavailableError, ValidationError, VersionMismatchError } from '../errors.js';
 import { applyPipelinePatch } from '../spec/patch.js';
 import type { PathStyle } from '../spec/validate.js';
-import { ManagedPipeline, type Applied } from './managed-pipeline.js';
+import { ManagedPipeline, type Applied, type PipelineDeps } from './managed-pipeline.js';
 import type { PortProbe } from '../net/udp-port.js';
 import { redactInput, type SrtInputView } from '../spec/redact.js';
 import type { PipelineSpec } from '../spec/schema.js';
@@ -27,12 +27,12 @@ import { newPipelineId, PIPELINE_ID } from '../store/ids.js';
 import type { PipelineRecord, PipelineStore } from '../store/pipeline-store.js';
 import type { ClockReport, FailoverView, InputReport } from '../stats/pipeline-stats.js';
 import type { Selection } from '../stats/parse-line.js';
-import type { PipelineSupervisor, RuntimeInfo, SupervisorDeps } from './supervisor.js';
+import type { ChildSupervisor, RuntimeInfo } from '../supervisor/child-supervisor.js';
 import { outputLegViews, type OutputLegView } from './output-legs-view.js';
 import type { FallbackCache } from './fallback-cache.js';
 import { parseSelectBody, withSelection } from '../spec/select.js';
 import { ELEMENTS, formatValue } from '../compiler/elements.js';
-import { ControlFailure } from './control-channel.js';
+import { ControlFailure } from '../supervisor/control-channel.js';
 
 /** The state shown for a stored pipeline that the host has no room for yet. */
 export const WAITING_FOR_CAPACITY = 'waiting_for_capacity';
@@ -84,14 +84,14 @@ export interface UpdateResult {
 
 export interface Pipeline {
   record: PipelineRecord;
-  supervisor: PipelineSupervisor;
+  supervisor: ChildSupervisor;
   /** The lifecycle: changes, admission, loudness reset, the runtime view (managed-pipeline.ts). */
   managed: ManagedPipeline<PipelineSpec>;
 }
 
 export interface RegistryOptions {
   store: PipelineStore;
-  supervisorDeps: SupervisorDeps;
+  supervisorDeps: PipelineDeps;
   maxPipelines: number;
   /** How pipeline specs compile to gst-launch argv (stats period, RTP packets per send). */
   compile: CompileOptions;
@@ -478,7 +478,7 @@ export class PipelineRegistry {
       ...(record.spec.backup === undefined ? {} : { backup: redactInput(record.spec.backup) }),
       ...(record.spec.fallback === undefined ? {} : { fallback: record.spec.fallback }),
       ...(record.spec.failover === undefined ? {} : { failover: record.spec.failover }),
-      ...managed.supervisor.stats.failoverView(),
+      ...managed.stats.failoverView(),
       selection: record.spec.selection ?? 'auto',
       processing: record.spec.processing,
       output: record.spec.output,
@@ -486,7 +486,7 @@ export class PipelineRegistry {
       version: record.version ?? 1,
       ...runtime,
       ...(this.waiting.has(record.id) ? { state: WAITING_FOR_CAPACITY } : {}),
-      output_legs: outputLegViews(record.spec.output, managed.supervisor),
+      output_legs: outputLegViews(record.spec.output, managed),
     };
   }
 }

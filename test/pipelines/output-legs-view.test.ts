@@ -1,13 +1,13 @@
 /**
- * The output legs clients see (supervisor/output-legs-view.ts): a leg's state from the child's
+ * The output legs clients see (pipelines/output-legs-view.ts): a leg's state from the child's
  * send warnings (OutputLegs) while a child runs, `idle` without one, and `off` for a leg that is
  * switched off (`output.enabled`, `output.redundant.enabled`), running child or not.
  */
 import t from 'tap';
+import type { ChildState } from '../../src/supervisor/state.js';
 import { parsePipelineSpec } from '../../src/spec/validate.js';
 import { OutputLegs } from '../../src/stats/output-legs.js';
-import { outputLegViews } from '../../src/supervisor/output-legs-view.js';
-import type { PipelineSupervisor } from '../../src/supervisor/supervisor.js';
+import { outputLegViews } from '../../src/pipelines/output-legs-view.js';
 
 function output(extra: Record<string, unknown>, leg: Record<string, unknown> = {}): ReturnType<typeof parsePipelineSpec>['output'] {
   return parsePipelineSpec({
@@ -17,8 +17,8 @@ function output(extra: Record<string, unknown>, leg: Record<string, unknown> = {
   }).output;
 }
 
-function supervisor(state: string, legs = new OutputLegs()): Pick<PipelineSupervisor, 'legs' | 'snapshot'> {
-  return { legs, snapshot: () => ({ state }) } as unknown as Pick<PipelineSupervisor, 'legs' | 'snapshot'>;
+function supervisor(state: ChildState, legs = new OutputLegs()): { legs: OutputLegs; snapshot: () => { state: ChildState } } {
+  return { legs, snapshot: () => ({ state }) };
 }
 
 const states = (views: { state: string }[]): string[] => views.map((v) => v.state);

@@ -1,5 +1,5 @@
 /**
- * The fallback file's decoded copy (src/supervisor/fallback-cache.ts), made by real gst-launch-1.0
+ * The fallback file's decoded copy (src/pipelines/fallback-cache.ts), made by real gst-launch-1.0
  * children from real files ffmpeg makes: FLAC and WAV at 44.1, 48 and 96 kHz, mono and stereo.
  * The copy holds exactly round(frames x 48000 / rate) frames, frames counted by ffmpeg's own
  * decode of the file; every frame of a tone's copy, its first and last too, is that tone (fitted:
@@ -14,7 +14,7 @@ import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import t from 'tap';
 import { gstEnvironment } from '../../src/gst/environment.js';
-import { FallbackCache } from '../../src/supervisor/fallback-cache.js';
+import { FallbackCache } from '../../src/pipelines/fallback-cache.js';
 import { newPipelineId } from '../../src/store/ids.js';
 
 const RATE = 48000;

@@ -1,6 +1,7 @@
 /**
- * One managed pipeline: a supervised child with the spec it runs and the spec's version, and the
- * lifecycle an API pipeline (registry.ts) and a station (stations/station.ts) share:
+ * One managed pipeline: a supervised child (supervisor/child-supervisor.ts) with the spec it runs,
+ * the spec's version and what its children report (child-reports.ts), and the lifecycle an API
+ * pipeline (registry.ts) and a station (stations/station.ts) share:
  *
  * - operations on it run one after the other (`serialize`), so concurrent calls never make two
  *   children or interleave two changes;
@@ -19,12 +20,21 @@
  */
 import type { Logger } from 'pino';
 import type { HostCapacity, PipelineCapacity } from '../capacity/host-capacity.js';
-import { compilePipeline, compileSecrets, CONTROL_FD, legInterfacesOf, type CompilableSpec, type CompileOptions } from '../compiler/compile.js';
+import { compilePlan, CONTROL_FD, type CompilableSpec, type CompileOptions, type PipelinePlan } from '../compiler/compile.js';
 import { planUpdate, type UpdatePlan } from '../compiler/update.js';
-import type { ClockReport, InputReport } from '../stats/pipeline-stats.js';
-import { ControlFailure, throwAsEngineError } from './control-channel.js';
+import type { LinkWatch } from '../net/link-watcher.js';
+import type { ClockReport, InputReport, PipelineStats } from '../stats/pipeline-stats.js';
+import type { OutputLegs } from '../stats/output-legs.js';
+import { ControlFailure, throwAsEngineError } from '../supervisor/control-channel.js';
+import { ChildSupervisor, type RuntimeInfo, type SupervisorDeps, type SupervisorOptions } from '../supervisor/child-supervisor.js';
+import { ChildReports } from './child-reports.js';
 import { resetLoudnessMeasurement } from './loudness-reset.js';
-import { PipelineSupervisor, type RuntimeInfo, type SupervisorDeps, type SupervisorOptions } from './supervisor.js';
+
+/** What a pipeline's supervisor needs, and the engine's link watcher for its output legs. */
+export type PipelineDeps = SupervisorDeps & {
+  /** While a child runs, the links of its legs' interfaces are watched (child-reports.ts). */
+  links?: LinkWatch;
+};
 
 /** How a change reached the pipeline (docs/api.md): see ManagedPipeline.change. */
 export type Applied = 'live' | 'restart' | 'next-start';
@@ -43,9 +53,9 @@ export interface ManagedPipelineOptions<S extends CompilableSpec> {
   compile: CompileOptions;
   /** What the compiler gets for a spec (the registry adds its fallback's decoded file); default: the spec itself. */
   compilable?: (spec: S) => CompilableSpec;
-  supervisorDeps: SupervisorDeps;
-  /** The supervisor's options; the secrets (descriptors 3, ...) and the control channel come from here. */
-  supervisorOptions?: Omit<SupervisorOptions, 'extraInput' | 'controlFd' | 'legInterfaces'>;
+  supervisorDeps: PipelineDeps;
+  /** The supervisor's options; the control channel comes from here. */
+  supervisorOptions?: Omit<SupervisorOptions, 'controlFd'>;
   capacity?: Pick<HostCapacity, 'admit' | 'readmit' | 'attach' | 'release' | 'pipeline'>;
   /** The code of a refused admission (default HOST_AT_CAPACITY). */
   capacityCode?: CapacityCode;
@@ -76,8 +86,13 @@ export type RuntimeView = RuntimeInfo & InputReport & PipelineCapacity & {
   clock: ClockReport | null;
 };
 
+/** What the readers of a running pipeline see (metrics, the page): its child and what it reports. */
+export type PipelineRuntime = Pick<ManagedPipeline<CompilableSpec>, 'pid' | 'stats' | 'legs' | 'snapshot'>;
+
 export class ManagedPipeline<S extends CompilableSpec> {
-  readonly supervisor: PipelineSupervisor;
+  readonly supervisor: ChildSupervisor;
+  /** What its children report: statistics, output legs, and the log lines of both. */
+  readonly reports: ChildReports;
   private currentSpec: S;
   private currentVersion: number;
   /** The operation in progress (and those queued behind it). */
@@ -86,12 +101,35 @@ export class ManagedPipeline<S extends CompilableSpec> {
   constructor(private readonly options: ManagedPipelineOptions<S>) {
     this.currentSpec = options.spec;
     this.currentVersion = options.version;
-    this.supervisor = new PipelineSupervisor(options.id, this.argv(options.spec), options.supervisorDeps, {
+    const plan = this.plan(options.spec);
+    const deps = options.supervisorDeps;
+    this.supervisor = new ChildSupervisor(options.id, { argv: plan.argv, extraInput: plan.secrets }, deps, {
       ...options.supervisorOptions,
-      extraInput: compileSecrets(options.spec),
       controlFd: CONTROL_FD,
-      legInterfaces: legInterfacesOf(options.spec.output),
     });
+    const reportsOptions = { log: options.log, label: options.label, now: options.now, statsIntervalMs: deps.statsIntervalMs, links: deps.links };
+    this.reports = new ChildReports(reportsOptions, this.supervisor, plan);
+    this.supervisor.observe(this.reports);
+  }
+
+  /** The pipeline's statistics (its whole life, summed over its children). */
+  get stats(): PipelineStats {
+    return this.reports.stats;
+  }
+
+  /** The current child's pid (capacity measures its CPU). */
+  get pid(): number | undefined {
+    return this.supervisor.pid;
+  }
+
+  /** The supervisor's account of its child. */
+  snapshot(): RuntimeInfo {
+    return this.supervisor.snapshot();
+  }
+
+  /** The current child's output legs. */
+  get legs(): OutputLegs {
+    return this.reports.legs;
   }
 
   get id(): string {
@@ -122,7 +160,7 @@ export class ManagedPipeline<S extends CompilableSpec> {
   adopt(spec: S, version: number): void {
     this.currentSpec = spec;
     this.currentVersion = version;
-    this.supervisor.reconfigure(this.argv(spec), compileSecrets(spec), legInterfacesOf(spec.output));
+    this.reconfigure(this.plan(spec));
   }
 
   /**
@@ -138,14 +176,13 @@ export class ManagedPipeline<S extends CompilableSpec> {
     const previous = this.currentSpec;
     const plan = planUpdate(previous, next);
     const version = this.currentVersion + 1;
-    const args = this.argv(next);
-    const secrets = compileSecrets(next);
+    const nextPlan = this.plan(next);
     if (plan.kind === 'restart') {
       await steps.beforeRestart?.(previous, next);
       const held = this.options.held();
       if (!held) this.options.capacity?.readmit(this.id, next, this.options.capacityCode); // refused: nothing changes
       await steps.persist(next, version);
-      this.take(next, version, args, secrets);
+      this.take(next, version, nextPlan);
       const applied: Applied = held ? 'next-start' : 'restart';
       this.supervisor.note(`changed (${applied}), version ${version}`);
       if (held) {
@@ -166,7 +203,7 @@ export class ManagedPipeline<S extends CompilableSpec> {
       }
     }
     await steps.persist(next, version);
-    this.take(next, version, args, secrets);
+    this.take(next, version, nextPlan);
     this.supervisor.note(`changed (${applied}), version ${version}`);
     log.info({ event: 'updated', applied, properties: plan.assignments.map((a) => `${a.element}.${a.property}`), version }, `${label} changed (${applied})`);
     return { applied, plan, version };
@@ -179,7 +216,7 @@ export class ManagedPipeline<S extends CompilableSpec> {
 
   /** Starts the child of an admitted pipeline (measured from now on). */
   start(): void {
-    this.options.capacity?.attach(this.id, this.supervisor);
+    this.options.capacity?.attach(this.id, this);
     this.supervisor.start();
   }
 
@@ -190,7 +227,7 @@ export class ManagedPipeline<S extends CompilableSpec> {
 
   /**
    * Starts the programme measurement (integrated loudness, LRA, max true peak) of every loudness
-   * step of the running child again (supervisor/loudness-reset.ts; not serialized). The gain is
+   * step of the running child again (pipelines/loudness-reset.ts; not serialized). The gain is
    * not touched and nothing is stored. Resolves with the steps reset.
    */
   async resetLoudness(): Promise<string[]> {
@@ -203,19 +240,24 @@ export class ManagedPipeline<S extends CompilableSpec> {
     const input = this.currentSpec.input;
     return {
       ...this.supervisor.snapshot(),
-      ...this.supervisor.stats.report(this.options.now()),
+      ...this.stats.report(this.options.now()),
       ...(this.options.capacity?.pipeline(this.id) ?? { realtime_ratio: null, behind: false }),
-      clock: this.supervisor.stats.clockReport(input.type === 'srt' ? input.latency : 0) ?? null,
+      clock: this.stats.clockReport(input.type === 'srt' ? input.latency : 0) ?? null,
     };
   }
 
-  private argv(spec: S): string[] {
-    return compilePipeline(this.options.compilable?.(spec) ?? spec, this.options.compile);
+  private plan(spec: S): PipelinePlan {
+    return compilePlan(this.options.compilable?.(spec) ?? spec, this.options.compile);
   }
 
-  private take(spec: S, version: number, args: readonly string[], secrets: readonly (Uint8Array | null)[]): void {
+  private reconfigure(plan: PipelinePlan): void {
+    this.supervisor.reconfigure({ argv: plan.argv, extraInput: plan.secrets });
+    this.reports.reconfigure(plan);
+  }
+
+  private take(spec: S, version: number, plan: PipelinePlan): void {
     this.currentSpec = spec;
     this.currentVersion = version;
-    this.supervisor.reconfigure(args, secrets, legInterfacesOf(spec.output));
+    this.reconfigure(plan);
   }
 }

@@ -5,7 +5,8 @@
  */
 import { LEG_SINKS, legSends, type OutputLegName } from '../compiler/compile.js';
 import type { PipelineSpec } from '../spec/schema.js';
-import type { PipelineSupervisor } from './supervisor.js';
+import type { OutputLegs } from '../stats/output-legs.js';
+import type { RuntimeInfo } from '../supervisor/child-supervisor.js';
 
 /**
  * `sending`: the child runs and the leg's sends go out; `failed`: they fail or its interface has no
@@ -25,10 +26,10 @@ export interface OutputLegView {
   error: string | null;
 }
 
-export function outputLegViews(output: PipelineSpec['output'], supervisor: Pick<PipelineSupervisor, 'legs' | 'snapshot'>): OutputLegView[] {
-  const running = supervisor.snapshot().state === 'running';
+export function outputLegViews(output: PipelineSpec['output'], pipeline: { legs: OutputLegs; snapshot: () => Pick<RuntimeInfo, 'state'> }): OutputLegView[] {
+  const running = pipeline.snapshot().state === 'running';
   const leg = (name: OutputLegName, host: string, port: number, iface: string | undefined): OutputLegView => {
-    const status = supervisor.legs.status(LEG_SINKS[name]);
+    const status = pipeline.legs.status(LEG_SINKS[name]);
     const on = legSends(output, name);
     return {
       leg: name,
