@@ -14,6 +14,7 @@ import { ControlChannel, ControlFailure, type Assignment } from './control-chann
 import { classifyExit, PREROLL_FAILED, type SupervisorKill } from './exit.js';
 import { parseLine, type StatsEvent } from '../stats/parse-line.js';
 import { RingBuffer } from './ring-buffer.js';
+import { REAL_TIMERS, type Timer, type Timers } from './timers.js';
 import { watchdogVerdict } from './watchdog.js';
 import { MIN_CLEAN_RUN_MS, transition, type Action, type ChildEvent, type ChildState, type Desired } from './state.js';
 
@@ -51,6 +52,8 @@ export interface SupervisorDeps {
   backoff: BackoffPolicy;
   random: () => number;
   now: () => number;
+  /** The timers of back-off, start deadlines, the watchdog and stop escalation (default REAL_TIMERS; a test's clock). */
+  timers?: Timers;
   /** How long a stop waits after SIGINT (EOS) and then after SIGTERM before SIGKILL. */
   stopBounds: { eosMs: number; termMs: number };
   /** Lines of child output kept per pipeline. */
@@ -118,15 +121,15 @@ export class ChildSupervisor {
   private exitCode: number | null = null;
   private exitSignal: string | null = null;
   private stateSince: number;
-  private retryTimer: NodeJS.Timeout | undefined;
+  private retryTimer: Timer | undefined;
   private retryAt: number | null = null;
   private stopped: Promise<void> | undefined;
   private readonly output: RingBuffer<string>;
   private readonly recentStderr = new RingBuffer<string>(40);
   private readonly log: Logger;
-  private watchdog: NodeJS.Timeout | undefined;
+  private watchdog: Timer | undefined;
   /** Kills a child that does not reach PLAYING in time (or hangs after a preroll failure). */
-  private readyTimer: NodeJS.Timeout | undefined;
+  private readyTimer: Timer | undefined;
   /** Why the supervisor itself killed the child, to report instead of the signal. */
   private killedBy: SupervisorKill | undefined;
 
@@ -261,6 +264,10 @@ export class ChildSupervisor {
     if (this.child?.stdin === input && this.state === 'starting') this.stopReadyTimer();
   }
 
+  private get timers(): Timers {
+    return this.deps.timers ?? REAL_TIMERS;
+  }
+
   /** Adds an engine line to the output ring (with the `traceInLog` option: a station's own events). */
   note(text: string): void {
     if (this.options.traceInLog === true) this.record(text);
@@ -297,25 +304,25 @@ export class ChildSupervisor {
       case 'schedule-restart':
         this.retryAt = this.deps.now() + action.afterMs;
         this.log.info({ event: 'restart-soon', delay_ms: action.afterMs }, `${this.label}: the source sent no audio; next child in ${action.afterMs} ms`);
-        this.retryTimer = setTimeout(() => {
+        this.retryTimer = this.timers.after(action.afterMs, () => {
           this.retryTimer = undefined;
           this.retryAt = null;
           this.dispatch({ type: 'retry-due' });
-        }, action.afterMs);
+        });
         return;
       case 'schedule-retry': {
         const delay = backoffDelay(this.deps.backoff, this.attempt, this.deps.random);
         this.retryAt = this.deps.now() + delay;
         this.log.warn({ event: 'retry', delay_ms: delay, attempt: this.attempt }, `${this.label}: restart in ${delay} ms`);
-        this.retryTimer = setTimeout(() => {
+        this.retryTimer = this.timers.after(delay, () => {
           this.retryTimer = undefined;
           this.retryAt = null;
           this.dispatch({ type: 'retry-due' });
-        }, delay);
+        });
         return;
       }
       case 'cancel-retry':
-        if (this.retryTimer !== undefined) clearTimeout(this.retryTimer);
+        this.retryTimer?.cancel();
         this.retryTimer = undefined;
         this.retryAt = null;
         return;
@@ -327,7 +334,7 @@ export class ChildSupervisor {
   }
 
   private spawn(): void {
-    if (this.retryTimer !== undefined) clearTimeout(this.retryTimer);
+    this.retryTimer?.cancel();
     this.retryTimer = undefined;
     this.retryAt = null;
     this.childStartedAt = this.deps.now();
@@ -389,7 +396,7 @@ export class ChildSupervisor {
     this.stopWatchdog();
     const period = Math.max(100, Math.min(this.deps.statsIntervalMs, 1000));
     let previousTick = this.deps.now();
-    this.watchdog = setInterval(() => {
+    this.watchdog = this.timers.every(period, () => {
       const now = this.deps.now();
       const verdict = watchdogVerdict({
         now,
@@ -406,30 +413,28 @@ export class ChildSupervisor {
       this.log.warn({ event: 'stalled', silent_ms: silentMs }, `${this.label}: no statistics from the child for ${(silentMs / 1000).toFixed(1)} s; killing it`);
       this.stopWatchdog();
       child.signal('SIGKILL');
-    }, period);
-    this.watchdog.unref();
+    });
   }
 
   /** Kills `child` after `ms` unless it reaches PLAYING (or exits) first. */
   private armReadyTimer(child: ChildProcess, ms: number, kill: SupervisorKill): void {
     this.stopReadyTimer();
-    this.readyTimer = setTimeout(() => {
+    this.readyTimer = this.timers.after(ms, () => {
       this.readyTimer = undefined;
       if (this.child !== child || this.state !== 'starting') return;
       this.killedBy = kill;
       this.log.warn({ event: 'start-timeout', cause: kill.cause, after_ms: ms }, `${this.label}: not PLAYING ${ms} ms after ${kill.cause === 'preroll-hang' ? 'the preroll failure' : 'start'}; killing the child`);
       child.signal('SIGKILL');
-    }, ms);
-    this.readyTimer.unref();
+    });
   }
 
   private stopReadyTimer(): void {
-    if (this.readyTimer !== undefined) clearTimeout(this.readyTimer);
+    this.readyTimer?.cancel();
     this.readyTimer = undefined;
   }
 
   private stopWatchdog(): void {
-    if (this.watchdog !== undefined) clearInterval(this.watchdog);
+    this.watchdog?.cancel();
     this.watchdog = undefined;
   }
 
@@ -470,7 +475,7 @@ export class ChildSupervisor {
   private async endChild(child: ChildProcess): Promise<void> {
     const gone = child.exited.then(() => true);
     const within = (ms: number): Promise<boolean> =>
-      Promise.race([gone, new Promise<boolean>((resolve) => setTimeout(() => resolve(false), ms).unref())]);
+      Promise.race([gone, new Promise<boolean>((resolve) => this.timers.after(ms, () => resolve(false)))]);
     child.stdin?.end(); // a stdin-fed graph ends at once (a graph still waiting for data ignores SIGINT's EOS)
     child.signal('SIGINT'); // gst-launch -e: EOS through the graph, then exit 0
     if (await within(this.deps.stopBounds.eosMs)) return;
