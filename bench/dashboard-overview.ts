@@ -15,7 +15,7 @@
  * for a machine that cannot carry 48 running children (an idle one costs 4-5 % of a core).
  *   npm run bench -- --only overview [--window S] [--rounds N]
  */
-import { readdir, readFile, rm } from 'node:fs/promises';
+import { readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -44,6 +44,8 @@ export interface OverviewWindow {
   engineCpu: number;
   chromiumCpu: number | null;
   chromiumProcesses: number | null;
+  /** % of one core per kind of chromium process (browser, renderer, gpu-process, utility). */
+  chromiumByKind?: Record<string, number>;
   layoutsPerS: number | null;
   styleRecalcsPerS: number | null;
   /** ms of layout, style recalculation and script per second of window. */
@@ -99,14 +101,20 @@ async function descendants(root: number): Promise<number[]> {
   return out;
 }
 
-/** The chromium processes this bench started. */
+/** The chromium processes this bench started, with their kind (`--type=`: renderer, gpu-process, utility; the browser has none). */
 async function chromiumPids(): Promise<number[]> {
-  const pids: number[] = [];
+  return [...(await chromiumKinds()).keys()];
+}
+
+async function chromiumKinds(): Promise<Map<number, string>> {
+  const kinds = new Map<number, string>();
   for (const pid of await descendants(process.pid)) {
+    // chromium rewrites its children's command lines into one string: the arguments are not \0-separated
     const cmdline = await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '');
-    if (cmdline.split('\0')[0]?.includes('chromium') === true) pids.push(pid);
+    if (cmdline.split(/[\0 ]/)[0]?.includes('chromium') !== true) continue;
+    kinds.set(pid, /--type=([a-z-]+)/.exec(cmdline)?.[1] ?? 'browser');
   }
-  return pids;
+  return kinds;
 }
 
 async function cpuOf(pids: number[]): Promise<Map<number, number>> {
@@ -114,6 +122,23 @@ async function cpuOf(pids: number[]): Promise<Map<number, number>> {
 }
 
 type Metrics = Record<string, number>;
+
+interface TraceSession {
+  send(method: string, params?: object): Promise<unknown>;
+  on(event: string, listener: (payload: { value?: unknown[] }) => void): void;
+}
+
+/** OVERVIEW_TRACE=file: `ms` of a chromium trace (its timeline, compositor and raster) as JSON events, for chrome://tracing or a summary. */
+async function traceInto(cdp: TraceSession, file: string, ms: number): Promise<void> {
+  const events: unknown[] = [];
+  cdp.on('Tracing.dataCollected', (payload) => events.push(...(payload.value ?? [])));
+  const complete = new Promise<void>((resolve) => cdp.on('Tracing.tracingComplete', () => resolve()));
+  await cdp.send('Tracing.start', { categories: 'devtools.timeline,cc,viz,blink,toplevel', transferMode: 'ReportEvents' });
+  await sleep(ms);
+  await cdp.send('Tracing.end');
+  await complete;
+  await writeFile(file, JSON.stringify(events));
+}
 
 async function pageMetrics(cdp: { send(method: 'Performance.getMetrics'): Promise<{ metrics: { name: string; value: number }[] }> }): Promise<Metrics> {
   const { metrics } = await cdp.send('Performance.getMetrics');
@@ -133,10 +158,17 @@ async function measure(engine: BenchEngine, seconds: number, page: Page | undefi
   if (page === undefined || cdp === undefined || metricsBefore === undefined) {
     return { page: false, seconds: dt, engineCpu, chromiumCpu: null, chromiumProcesses: null, layoutsPerS: null, styleRecalcsPerS: null, layoutMsPerS: null, recalcStyleMsPerS: null, scriptMsPerS: null };
   }
-  const now = await chromiumPids();
+  const kinds = await chromiumKinds();
+  const now = [...kinds.keys()];
   const after = await cpuOf(now);
   let chromiumS = 0;
-  for (const [pid, cpu] of after) chromiumS += cpu - (before.get(pid) ?? 0);
+  const byKind: Record<string, number> = {};
+  for (const [pid, cpu] of after) {
+    const used = cpu - (before.get(pid) ?? 0);
+    chromiumS += used;
+    const kind = kinds.get(pid) ?? 'other';
+    byKind[kind] = (byKind[kind] ?? 0) + (100 * used) / dt;
+  }
   const m = await pageMetrics(cdp);
   const rate = (name: string, scale = 1): number => (scale * ((m[name] ?? 0) - (metricsBefore[name] ?? 0))) / dt;
   return {
@@ -145,6 +177,7 @@ async function measure(engine: BenchEngine, seconds: number, page: Page | undefi
     engineCpu,
     chromiumCpu: (100 * chromiumS) / dt,
     chromiumProcesses: now.length,
+    chromiumByKind: byKind,
     layoutsPerS: rate('LayoutCount'),
     styleRecalcsPerS: rate('RecalcStyleCount'),
     layoutMsPerS: rate('LayoutDuration', 1000),
@@ -209,6 +242,7 @@ export async function runOverviewBench(options: OverviewBenchOptions = {}): Prom
       const cdp = await page.context().newCDPSession(page);
       await cdp.send('Performance.enable');
       await sleep(5000);
+      if (process.env.OVERVIEW_TRACE !== undefined) await traceInto(cdp as unknown as TraceSession, process.env.OVERVIEW_TRACE, 5000);
       windows.push(await measure(engine, windowS, page, cdp));
       await page.close();
       await sleep(2000);
