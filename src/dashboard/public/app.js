@@ -6,8 +6,9 @@ import { render } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { alarmsOf, countAlarms, filterRows, sortRows, trackOnsets } from './alarms.js';
 import { api, session } from './api.js';
+import { withViews } from './frames.js';
 import { html } from './html.js';
-import { metersOf, Overview, PeakHold } from './overview.js';
+import { metersOf, Overview, PeakHold, TextClock } from './overview.js';
 import { openStream } from './stream.js';
 import { CreatePipeline, STALE_MS, Tile } from './tile.js';
 
@@ -21,6 +22,8 @@ const state = {
   connection: 'connecting', // connecting | live | lost
   hello: null,
   tiles: [],
+  /** `kind:id` -> the tile's view: a frame carries a view only when it changed (frames.js). */
+  views: new Map(),
   frameAt: 0,
   /** key -> { t: [s], s: [LUFS|null], version } */
   history: new Map(),
@@ -28,6 +31,8 @@ const state = {
   /** `kind:id|code` -> {at, endedAt}: when the page first saw that alarm (alarms.js trackOnsets). */
   onsets: new Map(),
   peaks: new PeakHold(),
+  /** The overview's figures in words, refreshed at most twice a second per row. */
+  texts: new TextClock(),
   /** `kind:id` -> {in, out}: the held peaks of the row's meters as of the last frame. */
   holds: new Map(),
   /** The row whose tile is open (focus returns to it), and whether opening it added a history entry. */
@@ -63,6 +68,7 @@ function holdPeaks(tiles, now) {
     state.holds.set(key, { in: state.peaks.update(`${key}|in`, m.inPeak, now), out: state.peaks.update(`${key}|out`, m.outM, now) });
   }
   state.peaks.keep(keys);
+  state.texts.keep(keys);
   for (const key of state.holds.keys()) if (!keys.has(key)) state.holds.delete(key);
 }
 
@@ -92,10 +98,10 @@ function onEvent(name, data) {
   else if (name === 'history') {
     for (const [key, series] of Object.entries(data)) state.history.set(key, { t: [...series.t], s: [...series.s], version: 1 });
   } else if (name === 'tiles') {
-    state.tiles = data.tiles;
+    state.tiles = withViews(data.tiles, state.views);
     state.frameAt = Date.now();
-    addHistory(data.tiles, data.t);
-    holdPeaks(data.tiles, state.frameAt);
+    addHistory(state.tiles, data.t);
+    holdPeaks(state.tiles, state.frameAt);
   }
   draw();
 }
@@ -121,6 +127,7 @@ function logout(reason) {
   state.closeStream = null;
   session.key = '';
   state.tiles = [];
+  state.views.clear();
   state.history.clear();
   state.phase = 'login';
   state.loginError = reason;
@@ -244,7 +251,7 @@ function Dashboard() {
       <${CreatePipeline} />
     </details>
     ${view === 'overview'
-      ? html`<${Overview} rows=${filterRows(rows, where)} total=${rows.length} holds=${state.holds} filter=${where}
+      ? html`<${Overview} rows=${filterRows(rows, where)} total=${rows.length} holds=${state.holds} texts=${state.texts} now=${now} filter=${where}
           onFilter=${(patch) => navigate({ ...(patch.text === undefined ? {} : { q: patch.text }), ...(patch.alarm === undefined ? {} : { alarm: patch.alarm }) }, false)}
           onOpen=${openRow} />`
       : html`<main class="tiles">

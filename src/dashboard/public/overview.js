@@ -1,9 +1,15 @@
 // The overview: one compact row per pipeline and station (name, input on air, input and output
 // level bars with peak hold, short-term loudness against the target, alarms in words), alarmed
 // rows first, filters by name and alarm, arrow keys to move and Enter to open a row's tile.
-// Meters move by `transform` on the same elements frame after frame (no width, no re-layout).
+// Meters move by `transform` on the same elements frame after frame (no width, no re-layout);
+// their figures in words (the loudness text, each bar's title and accessible value) change at
+// most every TEXT_MS; a row whose drawing would not change is not rendered again (RowView).
+import { Component } from 'preact';
 import { ALARMS, severityOf } from './alarms.js';
 import { html } from './html.js';
+
+/** The figures in words change at most this often (the bars move on every frame). */
+export const TEXT_MS = 500;
 
 /** A peak stays this long, then falls at FALL_DB_PER_S. */
 const HOLD_MS = 2000;
@@ -63,14 +69,41 @@ const STATE_SYMBOL = { running: '●', starting: '◐', backoff: '↻', failed: 
 
 const fraction = (db) => (db === null ? 0 : Math.min(1, Math.max(0, (db - FLOOR_DB) / -FLOOR_DB)));
 
-function Bar({ label, db, hold, unit }) {
-  const text = db === null ? 'no signal' : `${db.toFixed(1)} ${unit}, peak ${hold.toFixed(1)}`;
+/** The transforms of a bar's fill and peak mark, rounded to what the 12 px bar can show. */
+const fillOf = (db) => `scaleX(${fraction(db).toFixed(3)})`;
+const holdOf = (hold) => `translateX(${(100 * fraction(hold)).toFixed(1)}%)`;
+
+/**
+ * Figures in words, refreshed at most every TEXT_MS per row (`key`): what a row's texts show,
+ * {inRms, inHold, outM, outHold, shortTerm, target}. A row's first figures are shown at once.
+ */
+export class TextClock {
+  constructor() {
+    this.shown = new Map();
+  }
+
+  figures(key, meters, holds, now) {
+    const prev = this.shown.get(key);
+    if (prev !== undefined && now - prev.at < TEXT_MS) return prev.figures;
+    const figures = { inRms: meters.inRms, inHold: holds.in, outM: meters.outM, outHold: holds.out, shortTerm: meters.shortTerm, target: meters.target };
+    this.shown.set(key, { at: now, figures });
+    return figures;
+  }
+
+  /** Forgets rows that are gone. */
+  keep(keys) {
+    for (const key of this.shown.keys()) if (!keys.has(key)) this.shown.delete(key);
+  }
+}
+
+function Bar({ label, db, hold, text: figures, unit }) {
+  const text = figures.db === null ? 'no signal' : `${figures.db.toFixed(1)} ${unit}, peak ${figures.hold.toFixed(1)}`;
   return html`<span class="ov-meter">
     <span class="ov-meter-label" aria-hidden="true">${label}</span>
     <span class="ov-bar" role="meter" aria-label=${`${label} level`} aria-valuemin=${FLOOR_DB} aria-valuemax="0"
-      aria-valuenow=${db ?? FLOOR_DB} aria-valuetext=${text} title=${text}>
-      <span class="ov-fill" style=${{ transform: `scaleX(${fraction(db).toFixed(3)})` }}></span>
-      <span class="ov-hold" style=${{ transform: `translateX(${(100 * fraction(hold)).toFixed(1)}%)` }}></span>
+      aria-valuenow=${figures.db === null ? FLOOR_DB : Math.round(figures.db)} aria-valuetext=${text} title=${text}>
+      <span class="ov-fill" style=${{ transform: fillOf(db) }}></span>
+      <span class="ov-hold" style=${{ transform: holdOf(hold) }}></span>
     </span>
   </span>`;
 }
@@ -93,7 +126,7 @@ function Status({ alarms, view }) {
   return html`<span class="ov-status" data-testid="ov-status">${alarms.map((a, i) => html`${i > 0 ? ' · ' : ''}<span class=${`ov-alarm ${a.severity}`} data-code=${a.code}><span aria-hidden="true">${SEVERITY_SYMBOL[a.severity]}</span> ${a.text}</span>`)}</span>`;
 }
 
-function Row({ row, holds, onOpen, onKey }) {
+function Row({ row, holds, text, onOpen, onKey }) {
   const { tile, alarms } = row;
   const v = tile.view;
   const severity = severityOf(alarms);
@@ -105,11 +138,32 @@ function Row({ row, holds, onOpen, onKey }) {
       tabindex="0" aria-label=${label} onClick=${() => onOpen(row.key)} onKeyDown=${(e) => onKey(e, row.key)}>
     <span class="ov-name" title=${`${name} · ${tile.id}`}>${tile.kind === 'station' ? html`<span class="ov-kind">ST</span> ` : ''}${name}</span>
     <span class=${`ov-air air-${air}`} data-testid="ov-on-air" data-input=${air}><span aria-hidden="true">${symbol}</span> ${word}</span>
-    <${Bar} label="IN" db=${row.meters.inRms} hold=${holds.in} unit="dBFS" />
-    <${Bar} label="OUT" db=${row.meters.outM} hold=${holds.out} unit="LUFS" />
-    <${Loudness} meters=${row.meters} />
+    <${Bar} label="IN" db=${row.meters.inRms} hold=${holds.in} text=${{ db: text.inRms, hold: text.inHold }} unit="dBFS" />
+    <${Bar} label="OUT" db=${row.meters.outM} hold=${holds.out} text=${{ db: text.outM, hold: text.outHold }} unit="LUFS" />
+    <${Loudness} meters=${text} />
     <${Status} alarms=${alarms} view=${v} />
   </li>`;
+}
+
+/** What a row draws, as one string: the row is rendered again only when it changes. */
+function drawingOf(row, holds, text) {
+  const v = row.tile.view;
+  return [
+    row.name, row.tile.kind, v.state, onAir(row.tile), row.alarms.map((a) => `${a.severity}:${a.code}:${a.text}`).join(';'),
+    fillOf(row.meters.inRms), holdOf(holds.in), fillOf(row.meters.outM), holdOf(holds.out),
+    text.inRms, text.inHold, text.outM, text.outHold, text.shortTerm, text.target,
+  ].join('|');
+}
+
+/** A row that renders only when its drawing changed (48 rows at 10 Hz: most frames change only some bars). */
+class RowView extends Component {
+  shouldComponentUpdate(next) {
+    return next.drawing !== this.props.drawing;
+  }
+
+  render(props) {
+    return html`<${Row} ...${props} />`;
+  }
 }
 
 /** The filter bar: name text and alarm kind (every kind, or only rows with an alarm). */
@@ -128,9 +182,9 @@ function Filters({ filter, onFilter, shown, total }) {
 
 /**
  * The overview list. `rows` are sorted and filtered already ({key, tile, alarms, meters}); `holds`
- * the peak hold per row key ({in, out}); `onOpen(key)` opens a row's tile.
+ * the peak hold per row key ({in, out}); `texts` a TextClock; `onOpen(key)` opens a row's tile.
  */
-export function Overview({ rows, total, holds, filter, onFilter, onOpen }) {
+export function Overview({ rows, total, holds, texts, now, filter, onFilter, onOpen }) {
   const onKey = (event, key) => {
     const list = event.currentTarget.parentElement;
     const items = [...list.children];
@@ -149,7 +203,11 @@ export function Overview({ rows, total, holds, filter, onFilter, onOpen }) {
     <${Filters} filter=${filter} onFilter=${onFilter} shown=${rows.length} total=${total} />
     ${rows.length === 0 && html`<p class="note">No row matches the filter.</p>`}
     <ol class="ov-list" data-testid="overview">
-      ${rows.map((row) => html`<${Row} key=${row.key} row=${row} holds=${holds.get(row.key) ?? { in: FLOOR_DB, out: FLOOR_DB }} onOpen=${onOpen} onKey=${onKey} />`)}
+      ${rows.map((row) => {
+        const held = holds.get(row.key) ?? { in: FLOOR_DB, out: FLOOR_DB };
+        const text = texts.figures(row.key, row.meters, held, now);
+        return html`<${RowView} key=${row.key} row=${row} holds=${held} text=${text} drawing=${drawingOf(row, held, text)} onOpen=${onOpen} onKey=${onKey} />`;
+      })}
     </ol>
   </section>`;
 }

@@ -7,9 +7,15 @@
  *   event: tiles     {"t": ms since the epoch, "tiles": [Tile...]}          every tick
  *   : keep-alive                                                              every 15 s
  *
- * Latest values only: one frame is serialised per tick for all clients; a client whose socket
- * has not drained its previous frame skips this one (back-pressure: a slow tab gets fewer
- * frames, never a growing queue). Auth is the route's like any other (Authorization header):
+ * A tile's `view` (the pipeline's or station's GET answer: a few kB that rarely change) is sent
+ * to a client only when it differs from the one that client last got, and in its first frame;
+ * a tile without `view` keeps the last one. The meters (a few hundred bytes a tile) come in
+ * every frame. At 48 pipelines this is what keeps the stream, and the page parsing it, cheap
+ * (docs/dashboard.md, "Cost").
+ *
+ * Latest values only: each tile's meters and view are serialised once per tick for all clients;
+ * a client whose socket has not drained its previous frame skips this one (back-pressure: a slow
+ * tab gets fewer frames, never a growing queue). Auth is the route's like any other (Authorization header):
  * the page reads the stream with fetch(), so no key ever sits in a URL.
  */
 import type { FastifyInstance, FastifyReply } from 'fastify';
@@ -26,6 +32,30 @@ export interface EventsOptions {
 
 interface Client {
   reply: FastifyReply;
+  /** The view (as JSON) this client last got, per tile key. */
+  views: Map<string, string>;
+}
+
+/** One tile of a tick, serialised once: its fields but the view, and its view. */
+interface TileText {
+  key: string;
+  /** `{...}` without `view`. */
+  rest: string;
+  view: string;
+}
+
+/** The tiles frame for one client: each tile's view only where it changed for that client (then remembered). */
+function tilesFrame(now: number, tiles: readonly TileText[], client: Client): string {
+  const parts = tiles.map(({ key, rest, view }) => {
+    if (client.views.get(key) === view) return rest;
+    client.views.set(key, view);
+    return rest === '{}' ? `{"view":${view}}` : `${rest.slice(0, -1)},"view":${view}}`;
+  });
+  if (client.views.size > tiles.length) {
+    const keys = new Set(tiles.map((tile) => tile.key));
+    for (const key of client.views.keys()) if (!keys.has(key)) client.views.delete(key);
+  }
+  return `event: tiles\ndata: {"t":${now},"tiles":[${parts.join(',')}]}\n\n`;
 }
 
 const frame = (event: string, data: unknown): string => `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
@@ -39,15 +69,18 @@ export function eventsRoutes(options: EventsOptions): (app: FastifyInstance) => 
     const sampler = setInterval(() => options.feed.sample(Date.now()), HISTORY_STEP_MS);
     sampler.unref();
 
+    const writable = (client: Client): boolean => !client.reply.raw.writableNeedDrain && !client.reply.raw.destroyed;
     const send = (client: Client, text: string): void => {
-      const socket = client.reply.raw;
-      if (socket.writableNeedDrain || socket.destroyed) return; // skip: the next tick has newer values
-      socket.write(text);
+      if (writable(client)) client.reply.raw.write(text); // else skip: the next tick has newer values
     };
     const tick = (): void => {
       const now = Date.now();
-      const text = frame('tiles', { t: now, tiles: options.feed.tiles(now) });
-      for (const client of clients) send(client, text);
+      const tiles: TileText[] = options.feed.tiles(now).map(({ view, ...rest }) => ({
+        key: `${rest.kind}:${rest.id}`,
+        rest: JSON.stringify(rest),
+        view: JSON.stringify(view),
+      }));
+      for (const client of clients) if (writable(client)) client.reply.raw.write(tilesFrame(now, tiles, client));
     };
     const startTimers = (): void => {
       ticker ??= setInterval(tick, options.meterIntervalMs);
@@ -71,7 +104,7 @@ export function eventsRoutes(options: EventsOptions): (app: FastifyInstance) => 
         Connection: 'keep-alive',
         'X-Accel-Buffering': 'no',
       });
-      const client: Client = { reply };
+      const client: Client = { reply, views: new Map() };
       raw.write('retry: 2000\n\n');
       raw.write(frame('hello', {
         version: options.version,
