@@ -18,7 +18,7 @@
  * are both true, the second when both of its are. The values last activated are remembered so
  * that active shows them as set while they agree with the output.
  */
-import { isIpLiteral } from '../spec/host.js';
+import { isIpLiteral, isMulticast } from '../spec/host.js';
 import { RTP_SOURCE_PORT } from '../spec/rtp-format.js';
 import type { RtpOutput } from '../spec/schema.js';
 import type { StreamSource } from '../aes67/sessions.js';
@@ -172,9 +172,17 @@ export class SenderConnections {
     }
   }
 
-  /** The receiver an activation named (IS-04 subscription.receiver_id), null when none. */
-  receiverOf(senderId: string): string | null {
-    return this.senders.get(senderId)?.activated?.receiver_id ?? null;
+  /**
+   * IS-04 subscription.receiver_id: the receiver the last activation named, while the sender is
+   * active (master_enable) and sends unicast (IS-04 sender.json: "Only set if it is active, uses
+   * a unicast push-based transport and is sending to an NMOS Receiver"); otherwise null.
+   * `output` is the sender's output (this is called while the Node API model is built).
+   */
+  receiverOf(senderId: string, output: RtpOutput): string | null {
+    const set = this.senders.get(senderId)?.activated;
+    if (set === undefined || set.receiver_id === null || !set.master_enable || output.enabled === false) return null;
+    const hosts = [output.host, ...(output.redundant === undefined ? [] : [output.redundant.host])];
+    return hosts.every((host) => isIpLiteral(host) && !isMulticast(host)) ? set.receiver_id : null;
   }
 
   /** Senders that are gone lose their state. */

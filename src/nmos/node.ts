@@ -73,7 +73,7 @@ export class NmosNode {
         return self.bind;
       },
       now: Date.now,
-      receiverOf: (senderId) => self.connections.receiverOf(senderId),
+      receiverOf: (senderId, output) => self.connections.receiverOf(senderId, output),
     });
     this.connections = new SenderConnections({
       output: (senderId) => this.model.snapshot().outputs.get(senderId),
