@@ -57,6 +57,8 @@ export interface NmosModelDeps {
   now: () => number;
   /** The receiver an IS-05 activation named for a sender (subscription.receiver_id). */
   receiverOf?: (senderId: string, output: RtpOutput) => string | null;
+  /** True while an IS-05 activation's restart of the sender's child is under way. */
+  settling?: (senderId: string) => boolean;
 }
 
 /** `ab-cd-ef-...` as IS-04 writes a MAC address. */
@@ -165,7 +167,8 @@ export class NmosModel {
         transport: isMulticast(output.host) ? 'urn:x-nmos:transport:rtp.mcast' : 'urn:x-nmos:transport:rtp.ucast',
         manifest_href: `${base}/x-nmos/connection/${CONNECTION_API_VERSION}/single/senders/${ids.sender}/transportfile`,
         interface_bindings: bindings.filter((name) => name !== undefined),
-        subscription: { receiver_id: this.deps.receiverOf?.(ids.sender, output) ?? null, active: stream.live },
+        // An output that is on stays active through the restart an IS-05 activation makes.
+        subscription: { receiver_id: this.deps.receiverOf?.(ids.sender, output) ?? null, active: stream.live || (output.enabled !== false && (this.deps.settling?.(ids.sender) ?? false)) },
       }));
       outputs.set(ids.sender, stream);
     }
