@@ -125,7 +125,7 @@ function outputStreams(pipelines: PipelineRegistry, stations: Stations): () => I
  */
 function outputChanges(pipelines: PipelineRegistry): {
   checkOutput: (stream: StreamSource, patch: OutputPatch) => string | undefined;
-  changeOutput: (stream: StreamSource, patch: OutputPatch) => Promise<void>;
+  changeOutput: (stream: StreamSource, patch: OutputPatch, onStored: () => void) => Promise<void>;
 } {
   const stationRefusal = (stream: StreamSource): string | undefined =>
     (stream.id.startsWith('station:') ? `the output of ${stream.id} is set in config.toml; IS-05 does not change it` : undefined);
@@ -143,10 +143,10 @@ function outputChanges(pipelines: PipelineRegistry): {
         throw error;
       }
     },
-    async changeOutput(stream, patch) {
+    async changeOutput(stream, patch, onStored) {
       const refused = stationRefusal(stream);
       if (refused !== undefined) throw new Error(refused);
-      await pipelines.update(stream.id, { output: patch }, DOTTED);
+      await pipelines.update(stream.id, { output: patch }, DOTTED, undefined, onStored);
     },
   };
 }

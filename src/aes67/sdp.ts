@@ -1,15 +1,15 @@
 /**
- * The SDP of one RTP output, in the shape AES67-2018 (annex example) and RFC 7273 expect. Pure:
- * every value comes in validated; the pipeline's name is the only free text and is sanitised.
- * Lines, in this order (docs/aes67.md compares them with the standard's example):
+ * The SDP of one RTP output, in the shape AES67-2018 (annex example), SMPTE ST 2110-30 and
+ * RFC 7273 expect. Pure: every value comes in validated; the pipeline's name is the only free text
+ * and is sanitised. Lines, in this order (docs/aes67.md compares them with the standard's example):
  *
  *   v=0
  *   o=- <session id> <version> IN IP4 <sender unicast address>
  *   s=<name>
- *   c=IN IP4 <destination>[/<ttl>]        (TTL for a multicast destination only)
  *   t=0 0
  *   m=audio <port> RTP/AVP <pt>
  *   i=<n> channels: <names>
+ *   c=IN IP4 <destination>[/<ttl>]        (TTL for a multicast destination only)
  *   a=recvonly
  *   a=rtpmap:<pt> <L24|L16>/48000/<n>
  *   a=fmtp:<pt> channel-order=SMPTE2110.(M|ST|U0<n>)   (ST 2110-30 section 6.2.2)
@@ -19,9 +19,11 @@
  *   a=mediaclk:direct=0
  *   a=source-filter: incl IN IP4 <group> <sender unicast address>   (multicast only, RFC 4570)
  *
- * An ST 2022-7 output (a redundant leg) has no session-level c=; after t= comes
+ * c= is at media level (RFC 8866 allows either level; the ST 2110 examples and AMWA's NMOS
+ * Testing Tool, which reads each media section's c=, use media level), so one leg and two legs
+ * have the same shape. An ST 2022-7 output (a redundant leg): after t= comes
  * `a=group:DUP primary secondary` (RFC 7104), then one such media section per leg with its own
- * c= after i=, for multicast `a=source-filter: incl IN IP4 <group> <leg's sender>`, and
+ * c=, for multicast `a=source-filter: incl IN IP4 <group> <leg's sender>`, and
  * `a=mid:primary` / `a=mid:secondary`; each leg's `ts-refclk` its own (with `localmac`, the MAC
  * of the interface the leg sends from).
  *
@@ -159,8 +161,8 @@ function sourceFilter(destination: string, ttl: number | undefined, origin: stri
 type SdpMedia = Omit<SdpStream, 'sessionId' | 'version'>;
 
 /**
- * Every line but v= and o=: what decides whether the description changed. One leg: the AES67
- * shape above. Two legs (ST 2022-7): RFC 7104 duplication grouping, `a=group:DUP primary
+ * Every line but v= and o=: what decides whether the description changed. One leg: the shape
+ * above. Two legs (ST 2022-7): RFC 7104 duplication grouping, `a=group:DUP primary
  * secondary` at session level, then per leg its m= section with its own c=, a source filter for
  * multicast (source: the leg's sending address) and `a=mid`.
  */
@@ -169,7 +171,7 @@ export function sdpBody(stream: SdpMedia): string[] {
   const primary = media(stream, stream.port, stream.refclk);
   const leg = stream.redundant;
   if (leg === undefined) {
-    return [name, connectionLine(stream.destination, stream.ttl), 't=0 0', ...primary.m, ...primary.attributes, ...sourceFilter(stream.destination, stream.ttl, stream.origin)];
+    return [name, 't=0 0', ...primary.m, connectionLine(stream.destination, stream.ttl), ...primary.attributes, ...sourceFilter(stream.destination, stream.ttl, stream.origin)];
   }
   const secondary = media(stream, leg.port, leg.refclk);
   return [

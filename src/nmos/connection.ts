@@ -12,13 +12,18 @@
  *   validator); a refused one changes nothing (400 with `{code, error, debug}`).
  * - An activation becomes one output change (`changeOutput`, the engine's PATCH path): live where
  *   the child can (a new destination of the same kind), else a restart (`enabled` among them).
+ *   It is complete once the change is stored (validated, written durably): an immediate
+ *   activation answers then, and a restart of the child that the change needs goes on in the
+ *   background (`settling`), so the answer does not wait for the old child to end (about 0.2 s
+ *   on an idle host, 2 s on a loaded one). `active` reads the stored output, so it shows the
+ *   new parameters from the answer on; the next activation of the output waits for the restart.
  *
  * `master_enable` and each leg's `rtp_enabled` map to `output.enabled` (false: no leg sends)
  * and `output.redundant.enabled`: the primary leg sends when master_enable and its rtp_enabled
  * are both true, the second when both of its are. The values last activated are remembered so
  * that active shows them as set while they agree with the output.
  */
-import { isIpLiteral } from '../spec/host.js';
+import { isIpLiteral, isMulticast } from '../spec/host.js';
 import { RTP_SOURCE_PORT } from '../spec/rtp-format.js';
 import type { RtpOutput } from '../spec/schema.js';
 import type { StreamSource } from '../aes67/sessions.js';
@@ -69,8 +74,12 @@ export interface ConnectionDeps {
   sourceIp: (output: RtpOutput, leg: 0 | 1) => string;
   /** Why the output this patch makes is refused (the pipeline's validator), or undefined. */
   checkOutput: (stream: StreamSource, patch: OutputPatch) => string | undefined;
-  /** Changes the output through the engine's PATCH path (durable; live or a restart). */
-  changeOutput: (stream: StreamSource, patch: OutputPatch) => Promise<void>;
+  /**
+   * Changes the output through the engine's PATCH path (durable; live or a restart). Calls
+   * `onStored` once the new output is written durably (before a restart of the child); resolves
+   * once the change is applied (a restarted child spawned).
+   */
+  changeOutput: (stream: StreamSource, patch: OutputPatch, onStored: () => void) => Promise<void>;
   now: () => number;
   log: { warn: (fields: object, message: string) => void; info: (fields: object, message: string) => void };
 }
@@ -117,6 +126,8 @@ interface SenderState {
   activated: { receiver_id: string | null; master_enable: boolean; rtp_enabled: boolean[] } | undefined;
   /** Activations of this sender run one after the other. */
   applying: Promise<unknown>;
+  /** The restart of the child that a stored activation still waits for (undefined: none). */
+  settling: Promise<void> | undefined;
 }
 
 const NO_ACTIVATION: Activation = { mode: null, requested_time: null, activation_time: null };
@@ -172,9 +183,22 @@ export class SenderConnections {
     }
   }
 
-  /** The receiver an activation named (IS-04 subscription.receiver_id), null when none. */
-  receiverOf(senderId: string): string | null {
-    return this.senders.get(senderId)?.activated?.receiver_id ?? null;
+  /**
+   * IS-04 subscription.receiver_id: the receiver the last activation named, while the sender is
+   * active (master_enable) and sends unicast (IS-04 sender.json: "Only set if it is active, uses
+   * a unicast push-based transport and is sending to an NMOS Receiver"); otherwise null.
+   * `output` is the sender's output (this is called while the Node API model is built).
+   */
+  receiverOf(senderId: string, output: RtpOutput): string | null {
+    const set = this.senders.get(senderId)?.activated;
+    if (set === undefined || set.receiver_id === null || !set.master_enable || output.enabled === false) return null;
+    const hosts = [output.host, ...(output.redundant === undefined ? [] : [output.redundant.host])];
+    return hosts.every((host) => isIpLiteral(host) && !isMulticast(host)) ? set.receiver_id : null;
+  }
+
+  /** True while a stored activation's restart of the child is under way (the sender stays active). */
+  settling(senderId: string): boolean {
+    return this.senders.get(senderId)?.settling !== undefined;
   }
 
   /** Senders that are gone lose their state. */
@@ -191,7 +215,7 @@ export class SenderConnections {
     if (state === undefined || state.staged.transport_params.length !== legsOf(stream.output)) {
       if (state?.pending !== undefined) clearTimeout(state.pending.timer);
       const active = this.activeParams(stream, undefined);
-      state = { staged: structuredClone(active), pending: undefined, lastActivation: { ...NO_ACTIVATION }, activated: undefined, applying: Promise.resolve() };
+      state = { staged: structuredClone(active), pending: undefined, lastActivation: { ...NO_ACTIVATION }, activated: undefined, applying: Promise.resolve(), settling: undefined };
       this.senders.set(senderId, state);
     }
     return state;
@@ -280,17 +304,37 @@ export class SenderConnections {
     return { status: 202, body: this.stagedBody(state) };
   }
 
-  /** Applies the staged parameters to the output; active then shows them. */
+  /**
+   * Applies the staged parameters to the output; resolves once the change is stored (active then
+   * shows them), a restart of the child it needs going on in `state.settling`. Rejects when the
+   * change is refused before it is stored (nothing changed).
+   */
   private async activate(senderId: string, state: SenderState, activation: Activation): Promise<void> {
     const stream = this.deps.output(senderId);
     if (stream === undefined) throw new Error(`sender ${senderId} is gone`);
     const staged = structuredClone(state.staged);
     const patch = this.outputPatch(stream, staged);
-    await this.deps.changeOutput(stream, patch);
+    const started = this.deps.now();
+    let markStored: () => void = () => undefined;
+    const stored = new Promise<void>((resolve) => {
+      markStored = resolve;
+    });
+    const applied = this.deps.changeOutput(stream, patch, () => markStored());
+    await Promise.race([stored, applied]);
+    const settling = applied.then(
+      () => undefined,
+      (e: unknown) => {
+        this.deps.log.warn({ event: 'nmos-activation-failed', sender_id: senderId }, `IS-05 activation of sender ${senderId} was stored, its restart failed: ${(e as Error).message}`);
+      },
+    ).finally(() => {
+      if (state.settling === settling) state.settling = undefined;
+    });
+    state.settling = settling;
     const at = taiOf(this.deps.now());
     state.activated = { receiver_id: staged.receiver_id, master_enable: staged.master_enable, rtp_enabled: staged.transport_params.map((leg) => leg.rtp_enabled) };
     state.lastActivation = { mode: activation.mode, requested_time: activation.requested_time, activation_time: activation.mode === 'activate_immediate' ? at : activation.activation_time };
-    this.deps.log.info({ event: 'nmos-activated', sender_id: senderId, mode: activation.mode, output: patch }, `IS-05 activation of sender ${senderId} (${activation.mode ?? 'none'})`);
+    // took_ms: from the activation's start (the request, or the scheduled time) to the stored change.
+    this.deps.log.info({ event: 'nmos-activated', sender_id: senderId, mode: activation.mode, output: patch, took_ms: this.deps.now() - started }, `IS-05 activation of sender ${senderId} (${activation.mode ?? 'none'})`);
   }
 
   /** The output change the staged parameters make (`auto`: the current destination, port 5004). */

@@ -31,8 +31,8 @@ export interface NmosNodeDeps {
   sdp: (stream: StreamSource) => string;
   /** Why the output an IS-05 activation would make is refused (the pipeline's validator), or undefined. */
   checkOutput: (stream: StreamSource, patch: OutputPatch) => string | undefined;
-  /** Changes an output as a REST PATCH of `output` does (durable; live or a restart). */
-  changeOutput: (stream: StreamSource, patch: OutputPatch) => Promise<void>;
+  /** Changes an output as a REST PATCH of `output` does (durable; live or a restart); `onStored` once written. */
+  changeOutput: (stream: StreamSource, patch: OutputPatch, onStored: () => void) => Promise<void>;
   log: Logger;
   resolver?: DnsResolver;
   timers?: Timers;
@@ -73,7 +73,8 @@ export class NmosNode {
         return self.bind;
       },
       now: Date.now,
-      receiverOf: (senderId) => self.connections.receiverOf(senderId),
+      receiverOf: (senderId, output) => self.connections.receiverOf(senderId, output),
+      settling: (senderId) => self.connections.settling(senderId),
     });
     this.connections = new SenderConnections({
       output: (senderId) => this.model.snapshot().outputs.get(senderId),

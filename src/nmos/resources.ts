@@ -7,6 +7,7 @@ import { isMulticast } from '../spec/host.js';
 import type { PtpStatus } from '../aes67/pmc.js';
 import type { SenderInterface } from '../aes67/host-interface.js';
 import type { StreamSource } from '../aes67/sessions.js';
+import type { RtpOutput } from '../spec/schema.js';
 import { nameUuid, taiVersion } from './ids.js';
 
 export const NODE_API_VERSION = 'v1.3';
@@ -55,7 +56,9 @@ export interface NmosModelDeps {
   bind: string;
   now: () => number;
   /** The receiver an IS-05 activation named for a sender (subscription.receiver_id). */
-  receiverOf?: (senderId: string) => string | null;
+  receiverOf?: (senderId: string, output: RtpOutput) => string | null;
+  /** True while an IS-05 activation's restart of the sender's child is under way. */
+  settling?: (senderId: string) => boolean;
 }
 
 /** `ab-cd-ef-...` as IS-04 writes a MAC address. */
@@ -164,7 +167,8 @@ export class NmosModel {
         transport: isMulticast(output.host) ? 'urn:x-nmos:transport:rtp.mcast' : 'urn:x-nmos:transport:rtp.ucast',
         manifest_href: `${base}/x-nmos/connection/${CONNECTION_API_VERSION}/single/senders/${ids.sender}/transportfile`,
         interface_bindings: bindings.filter((name) => name !== undefined),
-        subscription: { receiver_id: this.deps.receiverOf?.(ids.sender) ?? null, active: stream.live },
+        // An output that is on stays active through the restart an IS-05 activation makes.
+        subscription: { receiver_id: this.deps.receiverOf?.(ids.sender, output) ?? null, active: stream.live || (output.enabled !== false && (this.deps.settling?.(ids.sender) ?? false)) },
       }));
       outputs.set(ids.sender, stream);
     }

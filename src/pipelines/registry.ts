@@ -246,13 +246,14 @@ export class PipelineRegistry {
    * answer waits for its acknowledgement ('live'); input, output or the list of steps restart the
    * child ('restart'); with no child running the next start takes them ('next-start'). The new
    * record is written durably before this resolves; when the child does not confirm a live
-   * change, nothing is written and nothing changes (UnavailableError).
+   * change, nothing is written and nothing changes (UnavailableError). `onStored` is called once
+   * the new record is written (before a restart of the child, after a live change).
    */
-  async update(id: string, patch: unknown, style: PathStyle, expectedVersion?: number): Promise<UpdateResult> {
-    return this.require(id).managed.serialize(() => this.updateNow(id, patch, style, expectedVersion));
+  async update(id: string, patch: unknown, style: PathStyle, expectedVersion?: number, onStored?: () => void): Promise<UpdateResult> {
+    return this.require(id).managed.serialize(() => this.updateNow(id, patch, style, expectedVersion, onStored));
   }
 
-  private async updateNow(id: string, patch: unknown, style: PathStyle, expectedVersion: number | undefined): Promise<UpdateResult> {
+  private async updateNow(id: string, patch: unknown, style: PathStyle, expectedVersion: number | undefined, onStored: (() => void) | undefined): Promise<UpdateResult> {
     if (this.closing) throw new UnavailableError('the engine is shutting down');
     const pipeline = this.require(id);
     const { record, managed } = pipeline;
@@ -278,6 +279,7 @@ export class PipelineRegistry {
           const next: PipelineRecord = { ...record, spec, version: nextVersion };
           await this.options.store.put(next);
           pipeline.record = next;
+          onStored?.();
         },
       });
     } catch (error) {

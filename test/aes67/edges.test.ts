@@ -91,12 +91,12 @@ void t.test('AES67 fields over REST and gRPC', async (t) => {
     t.equal(sdp.headers.get('content-type'), 'application/sdp');
     t.equal(sdp.text, created.body.sdp);
     const lines = sdp.text.split('\r\n');
-    t.same(lines.map((l) => l.slice(0, l.indexOf('=') + 1)), ['v=', 'o=', 's=', 'c=', 't=', 'm=', 'i=', 'a=', 'a=', 'a=', 'a=', 'a=', 'a=', 'a=', ''].slice(0, lines.length));
+    t.same(lines.map((l) => l.slice(0, l.indexOf('=') + 1)), ['v=', 'o=', 's=', 't=', 'm=', 'i=', 'c=', 'a=', 'a=', 'a=', 'a=', 'a=', 'a=', 'a=', ''].slice(0, lines.length));
     t.match(lines[1], /^o=- \d+ \d+ IN IP4 127\.0\.0\.1$/);
     t.equal(lines[2], 's=Morning Show', 'spaces folded, trimmed');
-    t.equal(lines[3], 'c=IN IP4 127.0.0.1', 'unicast: no TTL');
-    t.equal(lines[5], 'm=audio 9 RTP/AVP 110');
-    t.equal(lines[6], 'i=1 channels: M');
+    t.equal(lines[6], 'c=IN IP4 127.0.0.1', 'unicast: no TTL, in the media section');
+    t.equal(lines[4], 'm=audio 9 RTP/AVP 110');
+    t.equal(lines[5], 'i=1 channels: M');
     t.equal(lines[8], 'a=rtpmap:110 L16/48000/1');
     t.equal(lines[9], 'a=fmtp:110 channel-order=SMPTE2110.(M)');
     t.equal(lines[10], 'a=ptime:0.25');

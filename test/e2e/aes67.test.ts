@@ -147,9 +147,10 @@ void t.test('a SAP-only receiver finds, trusts and plays the stream; PTP, deleti
   t.equal(sdp.origin?.address, a.address);
   t.equal(sdp.origin?.username, '-');
   t.equal(sdp.name, 'Morning Show');
-  t.equal(sdp.connection?.ip, '239.69.7.1/8', 'c= with the TTL');
+  t.equal(sdp.connection, undefined, 'no session-level c=');
   t.same(sdp.timing, { start: 0, stop: 0 });
   const media = sdp.media[0];
+  t.equal(media?.connection?.ip, '239.69.7.1/8', 'c= in the media section, with the TTL');
   t.equal(media?.type, 'audio');
   t.equal(media?.port, 5004);
   t.equal(media?.protocol, 'RTP/AVP');
