@@ -242,7 +242,7 @@ export async function runOverviewBench(options: OverviewBenchOptions = {}): Prom
       const cdp = await page.context().newCDPSession(page);
       await cdp.send('Performance.enable');
       await sleep(5000);
-      if (process.env.OVERVIEW_TRACE !== undefined) await traceInto(cdp as unknown as TraceSession, process.env.OVERVIEW_TRACE, 5000);
+      if (process.env.OVERVIEW_TRACE !== undefined) await traceInto(cdp, process.env.OVERVIEW_TRACE, 5000);
       windows.push(await measure(engine, windowS, page, cdp));
       await page.close();
       await sleep(2000);
