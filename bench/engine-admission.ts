@@ -9,7 +9,7 @@
  * `settleS`, a `windowS` window over every accepted pipeline with the plain sweep's real-time
  * test: no RTP sequence gap, RTP rate within 2 % of 1000 packets/s, no inserted silence, no SRT
  * packet lost or dropped, no restart. The accepted count is compared with the plain sweep's
- * largest real-time N of the same run (goal: at least 90 % of it, issue 27's bar; never more).
+ * largest real-time N of the same run (goal: at least 90 % of it, the admission bar; never more).
  */
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';

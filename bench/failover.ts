@@ -34,7 +34,7 @@ import { killGroup, loadAverage, percentile, procCpuSeconds, ROOT, Sender, sleep
 import { median, runIfMain, scriptFlags } from './process.js';
 
 const RATE = 48000;
-/** Main: 1 kHz at -14 dBFS; backup: 440 Hz at -20 dBFS (issue 24's test tones). */
+/** Main: 1 kHz at -14 dBFS; backup: 440 Hz at -20 dBFS (the failover tests' tones). */
 export const MAIN_TONE = { hz: 1000, amplitude: 10 ** (-14 / 20) } as const;
 export const BACKUP_TONE = { hz: 440, amplitude: 10 ** (-20 / 20) } as const;
 /** Length of the tone files, s: a sender plays its file from the start, looped after this. */

@@ -48,7 +48,7 @@ export interface TransportView {
   age_ms: number;
 }
 
-/** An input of a pipeline with failover (issue 24): main, backup, or the fallback file. */
+/** An input of a pipeline with failover: main, backup, or the fallback file. */
 export type InputName = 'main' | 'backup' | 'fallback';
 
 /** One SRT input's figures, as the view's `inputs` has them. */

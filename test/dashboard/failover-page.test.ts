@@ -1,5 +1,5 @@
 /**
- * The page's failover part (issue 24) in a real browser (Debian's chromium, playwright-core)
+ * The page's failover part in a real browser (Debian's chromium, playwright-core)
  * against the real engine: a pipeline with a main and a backup SRT input, each fed by ffmpeg
  * (main 1 kHz, backup 440 Hz), its RTP output received and its tone measured. The tile says which
  * input is on air in a word and a symbol (not colour alone), offers buttons only for the inputs

@@ -1,5 +1,5 @@
 /**
- * Issue 24's "both senders gone: the fallback file's audio within loss_ms + 200 ms (measured
+ * The failover bar "both senders gone: the fallback file's audio within loss_ms + 200 ms (measured
  * level and frequency of the file); a sender returns: on it", end to end (docs/failover.md): a
  * real engine, a pipeline with an input, a backup and a fallback file (a 330 Hz tone at -18 dBFS,
  * FLAC at 44.1 kHz, so the engine's decode resamples it to 48 kHz), real ffmpeg SRT callers on

@@ -1,5 +1,5 @@
 /**
- * Failover with real senders (issue 24): ffmpeg sends main 1 kHz at -14 dBFS and backup 440 Hz
+ * Failover with real senders: ffmpeg sends main 1 kHz at -14 dBFS and backup 440 Hz
  * at -20 dBFS over SRT to 127.0.0.1; the engine's RTP output is received (kernel timestamps, every
  * payload kept: test/helpers/rtp-timing.py) and its audio read block by block
  * (test/helpers/failover-audio.ts). Durations are read in media time: the output's samples (no

@@ -201,7 +201,7 @@ void t.test('IS-05 Connection API: schemas, immediate and scheduled activations,
     t.ok(await second.waitForPackets(second.received + 100, 20_000), 'RTP arrives on the new port');
     t.ok(await quiet(first, 500, 5000), 'and stops on the old one');
     t.notOk(await flowing(first, 1000), 'none on the old port afterwards');
-    // figures, not bounds (issue 25: within 1 s): from sending the PATCH, wall clock
+    // figures, not bounds (the bar: within 1 s): from sending the PATCH, wall clock
     t.comment(`immediate: first packet on the new port ${(second.firstArrivalSince(patchedAt) ?? Number.NaN) - patchedAt} ms after the PATCH was sent; last on the old port ${(first.lastArrival ?? Number.NaN) - patchedAt} ms after it`);
     const view = (await api<PipelineView>(engine, 'GET', `/api/v1/pipelines/${pipeline.id}`)).body;
     t.equal(view.output.port, second.port, 'the REST view shows the new port');
@@ -247,7 +247,7 @@ void t.test('IS-05 Connection API: schemas, immediate and scheduled activations,
       return active.transport_params[0]?.destination_port === second.port && active.activation.mode === 'activate_scheduled_absolute' ? true : undefined;
     }, 20_000, 'the absolute activation took effect');
     t.ok(await second.waitForPackets(second.received + 100, 20_000), 'RTP on the second port');
-    // a figure, not a bound (issue 25: within 100 ms of its time): wall clock against the requested TAI time
+    // a figure, not a bound (the bar: within 100 ms of its time): wall clock against the requested TAI time
     t.comment(`absolute, 2 s ahead: first packet on the new port ${(second.firstArrivalSince(at - 1000) ?? Number.NaN) - at} ms after the requested time`);
 
     // A pending one cancelled by mode null: nothing happens.

@@ -20,7 +20,7 @@ export interface Tone {
   amplitude: number;
 }
 
-/** Issue 24's senders: main 1 kHz at -14 dBFS, backup 440 Hz at -20 dBFS. */
+/** The failover tests' senders: main 1 kHz at -14 dBFS, backup 440 Hz at -20 dBFS. */
 export const MAIN_TONE: Tone = { frequency: 1000, amplitude: 10 ** (-14 / 20) };
 export const BACKUP_TONE: Tone = { frequency: 440, amplitude: 10 ** (-20 / 20) };
 

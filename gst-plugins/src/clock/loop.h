@@ -26,7 +26,7 @@
  * Nothing but a restart (a new stream, a refill) makes it fast again: the
  * filtered fill of a loaded host wanders by several ms for seconds, and a
  * loop that took every such excursion for a step of the input rate and
- * restarted fast followed that noise with its pitch (issue 26: a mean
+ * restarted fast followed that noise with its pitch (a mean
  * |ratio - 1| of 2000 ppm at 24 pipelines on one shared sender).  A real
  * step of the input rate is met by the slow loop (a 2000 ppm step peaks at
  * 2000e-6 / (e W_SLOW) = 15 ms of fill error, inside the jitter reserve)

@@ -47,7 +47,7 @@
  * reads a 4 ms chunk every 4 ms of the output clock, as the element's
  * output thread does.  Checked per file, after warmup_s from the first
  * write (the senders never paused in these recordings, so an output frame
- * of 0 is inserted silence), the bars of issue 26:
+ * of 0 is inserted silence), the clock's bars:
  *   - no underrun and no inserted silence (the reserve, --jitter, must
  *     hold the host's worst lateness: a packet later than the reserve
  *     cannot be foreseen from the ones before it);

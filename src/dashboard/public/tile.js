@@ -34,7 +34,7 @@ function OutputLegs({ legs }) {
     <dd data-testid=${`leg-${leg.leg}`} class=${`leg leg-${leg.state}`}><span aria-hidden="true">${LEG_SYMBOL[leg.state] ?? '?'}</span> ${`${leg.state} · ${leg.host}:${leg.port}`}${leg.interface ? ` on ${leg.interface}` : ''}${leg.error ? html` · <span class="leg-error">${leg.error}</span>` : ''}</dd></div>`);
 }
 
-/** The input on air (issue 24): a colour (style.css), a symbol and a word each. */
+/** The input on air: a colour (style.css), a symbol and a word each. */
 const ON_AIR = {
   main: { symbol: '●', word: 'MAIN', note: 'main input on air' },
   backup: { symbol: '◆', word: 'BACKUP', note: 'backup input on air' },
