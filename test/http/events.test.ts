@@ -14,26 +14,40 @@ interface Frame {
   tiles: { kind: string; id: string; view?: Record<string, unknown>; stats_age_ms: number | null }[];
 }
 
-/** Reads `count` tiles frames from an open stream (bounded by the test's timeout). */
-async function readFrames(url: string, count: number): Promise<{ frames: Frame[]; close: () => void }> {
-  const controller = new AbortController();
-  const response = await fetch(url, { signal: controller.signal });
-  const reader = response.body?.pipeThrough(new TextDecoderStream()).getReader();
-  if (reader === undefined) throw new Error('no body');
-  const frames: Frame[] = [];
-  let buffer = '';
-  while (frames.length < count) {
-    const { value, done } = await reader.read();
-    if (done) break;
-    buffer += value;
-    for (let end = buffer.indexOf('\n\n'); end >= 0; end = buffer.indexOf('\n\n')) {
-      const block = buffer.slice(0, end);
-      buffer = buffer.slice(end + 2);
-      const data = /^data: (.*)$/m.exec(block)?.[1];
-      if (block.startsWith('event: tiles') && data !== undefined) frames.push(JSON.parse(data) as Frame);
+/** The tiles frames of one open stream, read one at a time. */
+class TilesFrames {
+  private buffer = '';
+  private readonly ready: Frame[] = [];
+
+  private constructor(
+    private readonly reader: ReadableStreamDefaultReader<string>,
+    readonly close: () => void,
+  ) {}
+
+  static async open(url: string): Promise<TilesFrames> {
+    const controller = new AbortController();
+    const response = await fetch(url, { signal: controller.signal });
+    const reader = response.body?.pipeThrough(new TextDecoderStream()).getReader();
+    if (reader === undefined) throw new Error('no body');
+    return new TilesFrames(reader, () => controller.abort());
+  }
+
+  /** The next tiles frame (bounded by the test's timeout). */
+  async next(): Promise<Frame> {
+    for (;;) {
+      const frame = this.ready.shift();
+      if (frame !== undefined) return frame;
+      const { value, done } = await this.reader.read();
+      if (done) throw new Error('the stream ended');
+      this.buffer += value;
+      for (let end = this.buffer.indexOf('\n\n'); end >= 0; end = this.buffer.indexOf('\n\n')) {
+        const block = this.buffer.slice(0, end);
+        this.buffer = this.buffer.slice(end + 2);
+        const data = /^data: (.*)$/m.exec(block)?.[1];
+        if (block.startsWith('event: tiles') && data !== undefined) this.ready.push(JSON.parse(data) as Frame);
+      }
     }
   }
-  return { frames, close: () => controller.abort() };
 }
 
 void t.test('views only when they change, meters every frame', async (t) => {
@@ -45,16 +59,16 @@ void t.test('views only when they change, meters every frame', async (t) => {
   const address = await app.listen({ host: '127.0.0.1', port: 0 });
   t.teardown(() => app.close());
 
-  const first = await readFrames(`${address}/api/v1/events`, 3);
-  const [f1, f2, f3] = first.frames;
+  const first = await TilesFrames.open(`${address}/api/v1/events`);
+  const [f1, f2, f3] = [await first.next(), await first.next(), await first.next()];
   t.same(f1?.tiles.map((x) => x.view), [views.a, views.b], 'the first frame carries every view');
   t.same(f2?.tiles.map((x) => x.view), [undefined, undefined], 'unchanged: no view');
   t.same(f3?.tiles.map((x) => x.id), ['a', 'b'], 'the tiles are in every frame');
   t.ok(f3?.tiles.every((x) => 'stats_age_ms' in x), 'with their meters');
 
   views.b = { name: 'B', state: 'backoff', last_error: 'killed by SIGSEGV' };
-  const more = await readFrames(`${address}/api/v1/events`, 1);
-  t.same(more.frames[0]?.tiles.map((x) => x.view), [views.a, views.b], 'a second client starts with every view');
+  const more = await TilesFrames.open(`${address}/api/v1/events`);
+  t.same((await more.next()).tiles.map((x) => x.view), [views.a, views.b], 'a second client starts with every view');
   more.close();
 
   first.close();
@@ -68,28 +82,12 @@ void t.test('a changed view reaches a connected client in its next frame, alone'
   await app.register(eventsRoutes({ feed: new LiveFeed(sources), version: 'test', meterIntervalMs: 20, silenceAlertS: 10 }));
   const address = await app.listen({ host: '127.0.0.1', port: 0 });
   t.teardown(() => app.close());
-  const controller = new AbortController();
-  t.teardown(() => controller.abort());
-  const response = await fetch(`${address}/api/v1/events`, { signal: controller.signal });
-  const reader = response.body?.pipeThrough(new TextDecoderStream()).getReader();
-  let buffer = '';
+  const frames = await TilesFrames.open(`${address}/api/v1/events`);
+  t.teardown(() => frames.close());
   const seen: Frame[] = [];
-  let changed = false;
-  for (let reads = 0; reads < 500 && seen.filter((f) => f.tiles.some((x) => x.id === 'b' && x.view?.state === 'backoff')).length === 0; reads++) {
-    const chunk = await reader?.read();
-    if (chunk === undefined || chunk.done) break;
-    buffer += chunk.value;
-    for (let end = buffer.indexOf('\n\n'); end >= 0; end = buffer.indexOf('\n\n')) {
-      const block = buffer.slice(0, end);
-      buffer = buffer.slice(end + 2);
-      const data = /^data: (.*)$/m.exec(block)?.[1];
-      if (!block.startsWith('event: tiles') || data === undefined) continue;
-      seen.push(JSON.parse(data) as Frame);
-      if (seen.length === 3 && !changed) {
-        views.b = { name: 'B', state: 'backoff' };
-        changed = true;
-      }
-    }
+  for (let n = 0; n < 500 && !seen.some((f) => f.tiles.some((x) => x.id === 'b' && x.view?.state === 'backoff')); n++) {
+    seen.push(await frames.next());
+    if (seen.length === 3) views.b = { name: 'B', state: 'backoff' };
   }
   const last = seen.at(-1);
   t.same(last?.tiles.map((x) => x.view), [undefined, { name: 'B', state: 'backoff' }], 'only b\'s view, the new one');
