@@ -509,10 +509,20 @@ post_accepted (GstSrtAccess * self, GSocketAddress * address,
   post_event (GST_ELEMENT (self), s);
 }
 
+/* How long one wait on the listener lasts before srt_accept is tried again */
+#define ACCEPT_POLL_MS 20
+
 /* Waits up to TAKEOVER_WAIT_MS for libsrt to queue the caller on srtsrc's
- * listener and takes it (non-blocking listener: srt_accept would not wait) */
+ * listener and takes it. srt_accept is tried first and after every wait:
+ * libsrt raises a listener's read event only when a caller is queued, never
+ * when the listener joins an epoll set with one already queued (CUDT::addEPoll
+ * skips a socket that is not connected), so a caller whose handshake ended
+ * before this thread's epoll set existed would never be reported; it would
+ * stay in the listener's queue (backlog 1) and libsrt would refuse every
+ * later caller with SRT_REJ_BACKLOG until srtsrc re-opens its listener.
+ * srtsrc's listener is non-blocking: srt_accept returns at once. */
 static int
-accept_queued (int listener, GSocketAddress ** address)
+accept_queued (GstSrtAccess * self, int listener, GSocketAddress ** address)
 {
   union
   {
@@ -522,18 +532,31 @@ accept_queued (int listener, GSocketAddress ** address)
   int len = sizeof peer;
   int eid = srt.epoll_create ();
   int events = SRT_EPOLL_IN_FLAG | SRT_EPOLL_ERR_FLAG;
-  int ready = SRT_INVALID, n = 1;
   int sock = SRT_INVALID;
+  gint64 deadline = g_get_monotonic_time () + TAKEOVER_WAIT_MS * 1000;
+  gint waits = 0;
 
   if (eid < 0)
     return SRT_INVALID;
-  if (srt.epoll_add_usock (eid, listener, &events) == 0
-      && srt.epoll_wait (eid, &ready, &n, NULL, NULL, TAKEOVER_WAIT_MS,
-          NULL, NULL, NULL, NULL) > 0)
-    sock = srt.accept (listener, &peer.sa, &len);
+  if (srt.epoll_add_usock (eid, listener, &events) == 0) {
+    for (;;) {
+      int ready = SRT_INVALID, n = 1;
+
+      len = sizeof peer;
+      sock = srt.accept (listener, &peer.sa, &len);
+      if (sock != SRT_INVALID || g_get_monotonic_time () >= deadline)
+        break;
+      srt.epoll_wait (eid, &ready, &n, NULL, NULL, ACCEPT_POLL_MS, NULL, NULL,
+          NULL, NULL);
+      waits++;
+    }
+  }
   srt.epoll_release (eid);
-  if (sock != SRT_INVALID)
+  if (sock != SRT_INVALID) {
     *address = g_socket_address_new_from_native (&peer.sa, (gsize) len);
+    GST_DEBUG_OBJECT (self, "caller taken off the listener %s",
+        waits == 0 ? "at once (already queued)" : "after a wait");
+  }
   return sock;
 }
 
@@ -657,7 +680,7 @@ take_over (gpointer data)
   g_mutex_lock (&object->sock_lock);
   listener = object->listener_sock;
   g_mutex_unlock (&object->sock_lock);
-  sock = listener != SRT_INVALID ? accept_queued (listener, &address) :
+  sock = listener != SRT_INVALID ? accept_queued (self, listener, &address) :
       SRT_INVALID;
   if (sock == SRT_INVALID) {
     GST_INFO_OBJECT (self, "the new caller did not reach srtsrc's listener");
