@@ -154,6 +154,8 @@ struct _GstSrtAccess
   gint64 last_buffer;
   /* atomic: a takeover thread is running */
   gint taking_over;
+  /* atomic: the next buffer is a new caller's first: post "first-packet" */
+  gint announce_first;
 };
 
 enum
@@ -490,6 +492,9 @@ on_srtsrc_buffer (GstPad * pad, GstPadProbeInfo * info, gpointer user_data)
 
   /* 64-bit stores are atomic on the targets the engine runs on */
   self->last_buffer = g_get_monotonic_time ();
+  if (g_atomic_int_compare_and_exchange (&self->announce_first, 1, 0))
+    post_event (GST_ELEMENT (self), gst_structure_new ("srtaccess", "event",
+            G_TYPE_STRING, "first-packet", NULL));
   return GST_PAD_PROBE_OK;
 }
 
@@ -716,6 +721,7 @@ take_over (gpointer data)
     srt.close (stale);
   self->held_since = g_get_monotonic_time ();
   g_atomic_int_set (&self->held, 1);
+  g_atomic_int_set (&self->announce_first, 1);
   GST_INFO_OBJECT (self, "new caller in place of an idle one");
   post_accepted (self, address, TRUE);
 
@@ -790,6 +796,7 @@ on_caller_added (GstElement * srtsrc, gint unused, GSocketAddress * address,
 
   self->held_since = g_get_monotonic_time ();
   g_atomic_int_set (&self->held, 1);
+  g_atomic_int_set (&self->announce_first, 1);
   post_accepted (self, address, FALSE);
 }
 
