@@ -82,7 +82,12 @@ void t.test('a 2 s cut of a live link: the same caller back on air, no restart',
   const playsAt = (block: number): number => {
     const frame = block * BLOCK;
     let i = 0;
-    while (i + 1 < packetStart.length && (packetStart[i + 1] ?? 0) <= frame) i++;
+    let hi = packetStart.length - 1;
+    while (i < hi) {
+      const mid = Math.ceil((i + hi) / 2);
+      if ((packetStart[mid] ?? 0) <= frame) i = mid;
+      else hi = mid - 1;
+    }
     const p = receiver.packets[i];
     return p === undefined ? Number.NaN : mediaTimeNs(p, frame - (packetStart[i] ?? 0));
   };

@@ -132,7 +132,8 @@ void t.test('callers killed and called again; a second caller refused', async (t
 
   const portOf = (input: InputName): number => (input === 'single' ? single.ports.main : input === 'main' ? pair.ports.main : pair.ports.backup) ?? 0;
   const call = (input: InputName, kind: CallerKind, frequency: number, port = portOf(input)): Caller => {
-    const caller = startCaller(kind, { port, frequency, amplitude: TONES[input].amplitude, latencyMs: TEST_SRT_LATENCY_MS });
+    // (a caller sends for as long as the whole test may last: the backup's first one lasts through main's phase)
+    const caller = startCaller(kind, { port, frequency, amplitude: TONES[input].amplitude, latencyMs: TEST_SRT_LATENCY_MS, seconds });
     callers.push(caller);
     return caller;
   };
@@ -221,8 +222,14 @@ void t.test('callers killed and called again; a second caller refused', async (t
     t.equal(figures.timestampSteps, 0, `${inputs.join('+')}: RTP timestamps step by the samples sent`);
     const playsAt = (block: number): number => {
       const frame = block * BLOCK;
+      // the packet that holds the frame: packetStart is ascending
       let i = 0;
-      while (i + 1 < packetStart.length && (packetStart[i + 1] ?? 0) <= frame) i++;
+      let hi = packetStart.length - 1;
+      while (i < hi) {
+        const mid = Math.ceil((i + hi) / 2);
+        if ((packetStart[mid] ?? 0) <= frame) i = mid;
+        else hi = mid - 1;
+      }
       const p = pipeline.receiver.packets[i];
       return p === undefined ? Number.NaN : mediaTimeNs(p, frame - (packetStart[i] ?? 0));
     };
