@@ -218,6 +218,7 @@ void t.test('callers killed and called again; a second caller refused', async (t
     const left = samples[0] ?? new Float32Array(0);
     const labels = labelBlocks(left, inputs);
     const figures = clockFigures(pipeline.receiver.packets);
+    t.equal(pipeline.receiver.kernelDrops, 0, `${inputs.join('+')}: the receiver lost nothing to its own buffer`);
     t.equal(figures.sequenceGaps, 0, `${inputs.join('+')}: no RTP sequence gap in ${pipeline.receiver.packets.length} packets`);
     t.equal(figures.timestampSteps, 0, `${inputs.join('+')}: RTP timestamps step by the samples sent`);
     const playsAt = (block: number): number => {
@@ -243,12 +244,19 @@ void t.test('callers killed and called again; a second caller refused', async (t
       }
       return lo;
     };
-    for (const c of cases.filter((x) => inputs.includes(x.input))) {
+    const mine = cases.filter((x) => inputs.includes(x.input));
+    for (const [k, c] of mine.entries()) {
       const sent = c.relay.frames[0]?.sentNs;
       const from = sent === undefined ? -1 : blockAt(sent);
+      // within its own window: until the next caller of the same input sends (a later caller
+      // sends the same tone again)
+      const next = mine.slice(k + 1).find((x) => x.input === c.input)?.relay.frames[0]?.sentNs;
+      const until = next === undefined ? labels.length : blockAt(next);
       // its audio: 50 ms of its tone alone; steady: 200 ms
-      const on = sent === undefined ? -1 : firstRun(labels, String(c.frequency), 5, from);
-      const steady = on < 0 ? -1 : firstRun(labels, String(c.frequency), 20, on);
+      const found = sent === undefined ? -1 : firstRun(labels, String(c.frequency), 5, from);
+      const on = found >= 0 && found < until ? found : -1;
+      const steadyAt = on < 0 ? -1 : firstRun(labels, String(c.frequency), 20, on);
+      const steady = steadyAt >= 0 && steadyAt < until ? steadyAt : -1;
       const after = (block: number): number => (block < 0 || sent === undefined ? Number.NaN : (playsAt(block) - Number(sent) - INPUT_DELAY_NS) / 1e9);
       const delay = after(on);
       t.ok(on >= 0 && steady >= 0, `${c.input}: a new ${c.kind} caller ${c.gap} s after the kill: its ${c.frequency} Hz on the output (${Number.isNaN(delay) ? 'never' : `${delay.toFixed(2)} s after its first audio datagram + the fixed ${INPUT_DELAY_NS / 1e6} ms, steady ${after(steady).toFixed(2)} s`})`);
