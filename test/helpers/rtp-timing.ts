@@ -43,11 +43,13 @@ export class RtpTiming {
   /**
    * Starts a receiver on 127.0.0.1 that ends by itself after `maxSeconds`; with `payloadFile`,
    * it also writes every packet's payload there (readPayloadAudio reads them after close), and
-   * the packets' `peak` and `first` are not measured (0, -1).
+   * the packets' `peak` and `first` are not measured (0, -1). With `netns`, it receives on that
+   * network namespace's 127.0.0.1 (an engine started there sends to it).
    */
-  static async open(maxSeconds: number, payloadFile?: string): Promise<RtpTiming> {
+  static async open(maxSeconds: number, payloadFile?: string, netns?: string): Promise<RtpTiming> {
     const args = payloadFile === undefined ? [SCRIPT, String(maxSeconds)] : [SCRIPT, String(maxSeconds), payloadFile];
-    const child = spawn('python3', args, { stdio: ['pipe', 'pipe', 'inherit'] });
+    const [file, ...rest] = netns === undefined ? ['python3', ...args] : ['ip', 'netns', 'exec', netns, 'python3', ...args];
+    const child = spawn(file ?? 'python3', rest, { stdio: ['pipe', 'pipe', 'inherit'] });
     const lines = createInterface({ input: child.stdout })[Symbol.asyncIterator]();
     const first = await lines.next();
     if (first.done === true) throw new Error('rtp-timing.py did not start');

@@ -21,8 +21,10 @@ export interface SenderOptions {
   pbkeylen?: 16 | 24 | 32;
   /** Runs ffmpeg through this command, e.g. `['nsenter', '--target', pid, '--net', '--']`: another network namespace. */
   via?: readonly string[];
-  /** Send from inside this network namespace (to its 127.0.0.1). */
+  /** Send from inside this network namespace (to its 127.0.0.1, or to `host`). */
   netns?: string;
+  /** The listener's IPv4 address; default 127.0.0.1. */
+  host?: string;
   /** Read the input at this multiple of real time (ffmpeg -readrate): 1.001 = a sender clock 1000 ppm fast. Default -re (1). */
   readrate?: number;
   /** SRT latency the caller asks for, ms (the connection uses the larger of both sides). Default 300. */
@@ -67,7 +69,7 @@ export function sendSine(options: SenderOptions): Sender {
     ...(options.video === true ? ['-map', '0:v', '-map', '1:a', '-c:v', 'mpeg2video', '-b:v', '200k'] : []),
     ...codecArgs,
     ...(options.pesPayloadSize === undefined ? [] : ['-pes_payload_size', String(options.pesPayloadSize)]),
-    '-f', 'mpegts', `srt://127.0.0.1:${options.port}?mode=caller&latency=${(options.latencyMs ?? 300) * 1000}&connect_timeout=3000${encryption(options)}`,
+    '-f', 'mpegts', `srt://${options.host ?? '127.0.0.1'}:${options.port}?mode=caller&latency=${(options.latencyMs ?? 300) * 1000}&connect_timeout=3000${encryption(options)}`,
   ];
   const prefix = options.netns === undefined ? [...(options.via ?? [])] : ['ip', 'netns', 'exec', options.netns];
   const [file, ...rest] = [...prefix, 'ffmpeg', ...args];

@@ -154,6 +154,8 @@ struct _GstSrtAccess
   gint64 last_buffer;
   /* atomic: a takeover thread is running */
   gint taking_over;
+  /* atomic: the next buffer is a new caller's first: post "first-packet" */
+  gint announce_first;
 };
 
 enum
@@ -490,6 +492,9 @@ on_srtsrc_buffer (GstPad * pad, GstPadProbeInfo * info, gpointer user_data)
 
   /* 64-bit stores are atomic on the targets the engine runs on */
   self->last_buffer = g_get_monotonic_time ();
+  if (g_atomic_int_compare_and_exchange (&self->announce_first, 1, 0))
+    post_event (GST_ELEMENT (self), gst_structure_new ("srtaccess", "event",
+            G_TYPE_STRING, "first-packet", NULL));
   return GST_PAD_PROBE_OK;
 }
 
@@ -509,10 +514,20 @@ post_accepted (GstSrtAccess * self, GSocketAddress * address,
   post_event (GST_ELEMENT (self), s);
 }
 
+/* How long one wait on the listener lasts before srt_accept is tried again */
+#define ACCEPT_POLL_MS 20
+
 /* Waits up to TAKEOVER_WAIT_MS for libsrt to queue the caller on srtsrc's
- * listener and takes it (non-blocking listener: srt_accept would not wait) */
+ * listener and takes it. srt_accept is tried first and after every wait:
+ * libsrt raises a listener's read event only when a caller is queued, never
+ * when the listener joins an epoll set with one already queued (CUDT::addEPoll
+ * skips a socket that is not connected), so a caller whose handshake ended
+ * before this thread's epoll set existed would never be reported; it would
+ * stay in the listener's queue (backlog 1) and libsrt would refuse every
+ * later caller with SRT_REJ_BACKLOG until srtsrc re-opens its listener.
+ * srtsrc's listener is non-blocking: srt_accept returns at once. */
 static int
-accept_queued (int listener, GSocketAddress ** address)
+accept_queued (GstSrtAccess * self, int listener, GSocketAddress ** address)
 {
   union
   {
@@ -522,18 +537,31 @@ accept_queued (int listener, GSocketAddress ** address)
   int len = sizeof peer;
   int eid = srt.epoll_create ();
   int events = SRT_EPOLL_IN_FLAG | SRT_EPOLL_ERR_FLAG;
-  int ready = SRT_INVALID, n = 1;
   int sock = SRT_INVALID;
+  gint64 deadline = g_get_monotonic_time () + TAKEOVER_WAIT_MS * 1000;
+  gint waits = 0;
 
   if (eid < 0)
     return SRT_INVALID;
-  if (srt.epoll_add_usock (eid, listener, &events) == 0
-      && srt.epoll_wait (eid, &ready, &n, NULL, NULL, TAKEOVER_WAIT_MS,
-          NULL, NULL, NULL, NULL) > 0)
-    sock = srt.accept (listener, &peer.sa, &len);
+  if (srt.epoll_add_usock (eid, listener, &events) == 0) {
+    for (;;) {
+      int ready = SRT_INVALID, n = 1;
+
+      len = sizeof peer;
+      sock = srt.accept (listener, &peer.sa, &len);
+      if (sock != SRT_INVALID || g_get_monotonic_time () >= deadline)
+        break;
+      srt.epoll_wait (eid, &ready, &n, NULL, NULL, ACCEPT_POLL_MS, NULL, NULL,
+          NULL, NULL);
+      waits++;
+    }
+  }
   srt.epoll_release (eid);
-  if (sock != SRT_INVALID)
+  if (sock != SRT_INVALID) {
     *address = g_socket_address_new_from_native (&peer.sa, (gsize) len);
+    GST_DEBUG_OBJECT (self, "caller taken off the listener %s",
+        waits == 0 ? "at once (already queued)" : "after a wait");
+  }
   return sock;
 }
 
@@ -657,7 +685,7 @@ take_over (gpointer data)
   g_mutex_lock (&object->sock_lock);
   listener = object->listener_sock;
   g_mutex_unlock (&object->sock_lock);
-  sock = listener != SRT_INVALID ? accept_queued (listener, &address) :
+  sock = listener != SRT_INVALID ? accept_queued (self, listener, &address) :
       SRT_INVALID;
   if (sock == SRT_INVALID) {
     GST_INFO_OBJECT (self, "the new caller did not reach srtsrc's listener");
@@ -693,6 +721,7 @@ take_over (gpointer data)
     srt.close (stale);
   self->held_since = g_get_monotonic_time ();
   g_atomic_int_set (&self->held, 1);
+  g_atomic_int_set (&self->announce_first, 1);
   GST_INFO_OBJECT (self, "new caller in place of an idle one");
   post_accepted (self, address, TRUE);
 
@@ -767,6 +796,7 @@ on_caller_added (GstElement * srtsrc, gint unused, GSocketAddress * address,
 
   self->held_since = g_get_monotonic_time ();
   g_atomic_int_set (&self->held, 1);
+  g_atomic_int_set (&self->announce_first, 1);
   post_accepted (self, address, FALSE);
 }
 

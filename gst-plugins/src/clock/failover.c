@@ -321,7 +321,10 @@ decide (const Failover * f, FailoverReason * why)
       return FAILOVER_MAIN;
     case FAILOVER_BACKUP:
       *why = FAILOVER_REASON_RETURN;
-      if (mm->healthy_s >= f->set.return_s)
+      /* healthy for at least one chunk: with return 0, "healthy for 0 s"
+       * must not hold for a main without audio (it would swing back each
+       * chunk and the loss rule forward again) */
+      if (mm->healthy_s > 0.0 && mm->healthy_s >= f->set.return_s)
         return FAILOVER_MAIN;
       *why = FAILOVER_REASON_LOSS;
       if (is_lost (f, mb)) {

@@ -12,8 +12,9 @@ loopback and the audio judged after decoding:
 
 Each new caller sends another tone than the one before (1000 / 440 Hz), so
 the output says whose audio it is. Prints, per case, the time from the
-element's "accepted" message to the new tone in the output (not asserted:
-timing belongs to bench/caller-return.ts).
+new caller's first packet (the element's "first-packet" message) and from its
+"accepted" message to the new tone in the output, and per case how many were
+decoded within 1 s of the first packet (not asserted: a timing).
 
 usage: test_return.py GST_LAUNCH [--rounds N]
 (RETURN_CASES=ffmpeg:0.2,srtsink:1 in the environment: only these kind:gap cases)
@@ -53,10 +54,13 @@ desc = (
     "decodebin ! audioconvert ! audioresample ! audio/x-raw,format=S16LE,channels=1,rate=48000 ! "
     "filesink buffer-mode=unbuffered location=%s sync=false async=false   "
     "srtaccess name=access source=src reconnect-ms=500" % (port, out_path))
+T0 = time.monotonic()
 lines = []
 lock = threading.Lock()
+# RETURN_STDERR=path: the listener's stderr (with GST_DEBUG) kept there
+stderr_path = os.environ.get("RETURN_STDERR")
 launch = subprocess.Popen([LAUNCH, "-m", "--", *desc.split()], stdout=subprocess.PIPE,
-                          stderr=subprocess.DEVNULL, text=True)
+                          stderr=open(stderr_path, "w") if stderr_path else subprocess.DEVNULL, text=True)
 
 
 def read_stdout():
@@ -147,11 +151,21 @@ def accepted_since(t0):
     return None
 
 
+def first_packet_since(t0):
+    """When the element said the new caller's first packet left srtsrc."""
+    with lock:
+        for at, line in lines:
+            if at >= t0 and "srtaccess, event=(string)first-packet" in line:
+                return at
+    return None
+
+
 def rejected_since(t0):
     with lock:
         return [line for at, line in lines if at >= t0 and "srtaccess, event=(string)rejected" in line]
 
 
+times = {}
 try:
     freq = 1000
     current = start_caller("ffmpeg", freq)
@@ -162,6 +176,7 @@ try:
     for _ in range(ROUNDS):
         for kind, gap in cases:
             time.sleep(1.0)
+            t_kill = time.monotonic()
             kill(current)
             time.sleep(gap)
             freq = 440 if freq == 1000 else 1000
@@ -169,9 +184,27 @@ try:
             current = start_caller(kind, freq)
             heard = wait_tone(freq, 8)
             accepted = accepted_since(t0)
-            took = "%.2f s after its accepted message" % (heard - accepted) if heard and accepted else "never"
+            first = first_packet_since(t0)
+            if heard and first is None:  # its line may still be on its way through the pipe
+                time.sleep(0.5)
+                first = first_packet_since(t0)
+            took = "%.2f s after its first packet, %.2f s after its accepted message" % (
+                heard - first, heard - accepted) if heard and accepted and first else "never"
+            key = "%s %.1f s" % (kind, gap)
+            times.setdefault(key, []).append(heard - first if heard and accepted and first else None)
+            if stderr_path:
+                print("    at %.2f s: killed at %.2f, called at %.2f, accepted at %s; fds %d, threads %d" % (
+                    time.monotonic() - T0, t_kill - T0, t0 - T0, "%.2f" % (accepted - T0) if accepted else "-",
+                    len(os.listdir("/proc/%d/fd" % launch.pid)), len(os.listdir("/proc/%d/task" % launch.pid))),
+                    flush=True)
             check("%s killed, a new %s caller %.1f s later: its %d Hz decoded (%s)"
                   % ("previous caller", kind, gap, freq, took), heard is not None and accepted is not None)
+
+    for key, took in times.items():
+        decoded = [x for x in took if x is not None]
+        print("  %s: %d of %d decoded, %d within 1 s of the first packet%s" % (
+            key, len(decoded), len(took), sum(1 for x in decoded if x <= 1.0),
+            " (%.2f-%.2f s)" % (min(decoded), max(decoded)) if decoded else ""), flush=True)
 
     # a second caller while the first delivers: refused, the first goes on
     time.sleep(1.0)
@@ -211,4 +244,6 @@ finally:
     shutil.rmtree(workdir, ignore_errors=True)
     if check.failures:
         print("\n".join(line for _, line in lines if "srtaccess," in line or "connection-removed" in line))
+    if os.environ.get("RETURN_STDERR"):
+        print("\n".join("%.3f %s" % (at - T0, line) for at, line in lines if "srtaccess," in line))
 sys.exit(1 if check.failures else 0)

@@ -7,6 +7,8 @@
  *   - return: main back and healthy for failover-return: on main (return);
  *   - a flapping main (2 s on, 2 s off for 20 s): no switch back; steady
  *     again: return after failover-return;
+ *   - failover-return 0: a lost main stays off air (no swing back each
+ *     chunk), and is on air with its first healthy chunk;
  *   - silence: main digital silence (still delivering): backup after
  *     failover-silence (+ the level window); both silent: stay;
  *   - fallback: both lost: the file (loss), its samples exactly, looped;
@@ -201,6 +203,39 @@ test_flapping_main (void)
         && fabs (r.last_t - steady - 10.0) < 2 * CHUNK_S,
         "steady main: return at +%.3f", r.last_t - steady);
   }
+  failover_free (r.f);
+}
+
+/* failover-return 0: main back on air with its first healthy chunk, and a
+ * lost main stays off air (it once swung back each chunk: "healthy for 0 s"
+ * held without audio, the loss rule switched forward again, and the output
+ * carried holes between the two) */
+static void
+test_return_zero (void)
+{
+  Rig r;
+  FailoverSettings s;
+
+  rig_init (&r, 1, NULL, 0);
+  failover_defaults (&s);
+  s.return_s = 0.0;
+  failover_set_settings (r.f, &s);
+  run (&r, 2.0);
+  r.main.on = 0;
+  r.min_rms = 1e9;
+  run (&r, 6.0);
+  CHECK (r.nsw == 1 && on_air (&r) == FAILOVER_BACKUP,
+      "return 0, main lost for 4 s: %d switches (1: to the backup)", r.nsw);
+  CHECK (r.min_rms > 0.06, "return 0, main lost: a hole, chunk RMS %.4f",
+      r.min_rms);
+  r.main.on = 1;
+  run (&r, 7.0);
+  CHECK (r.nsw == 2 && r.last.to == FAILOVER_MAIN
+      && r.last.reason == FAILOVER_REASON_RETURN
+      && r.last_t - 6.0 < 2 * CHUNK_S + 1e-9,
+      "return 0: main back at +%.3f s (%d switches)", r.last_t - 6.0, r.nsw);
+  printf ("return 0: main lost 4 s, %d switch; back on main %.3f s after "
+      "its audio\n", 1, r.last_t - 6.0);
   failover_free (r.f);
 }
 
@@ -545,6 +580,7 @@ main (void)
 {
   test_loss_return ();
   test_flapping_main ();
+  test_return_zero ();
   test_silence ();
   test_fallback ();
   test_manual ();
