@@ -4,7 +4,7 @@
  * client starts with every view again.
  */
 import Fastify from 'fastify';
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { LiveFeed, type FeedSource } from '../../src/dashboard/live-feed.js';
 import { eventsRoutes } from '../../src/http/routes/events.js';
 import { PipelineStats } from '../../src/stats/pipeline-stats.js';
@@ -50,7 +50,8 @@ class TilesFrames {
   }
 }
 
-void t.test('views only when they change, meters every frame', async (t) => {
+/** The events route over real HTTP for two pipelines `a` and `b` whose views the test changes. */
+async function serveTwoPipelines(t: Test): Promise<{ views: Record<string, Record<string, unknown>>; address: string }> {
   const views: Record<string, Record<string, unknown>> = { a: { name: 'A', state: 'running' }, b: { name: 'B', state: 'running' } };
   const stats = new PipelineStats(100);
   const sources = (): FeedSource[] => ['a', 'b'].map((id) => ({ kind: 'pipeline', id, view: views[id] ?? {}, stats }));
@@ -58,6 +59,11 @@ void t.test('views only when they change, meters every frame', async (t) => {
   await app.register(eventsRoutes({ feed: new LiveFeed(sources), version: 'test', meterIntervalMs: 20, silenceAlertS: 10 }));
   const address = await app.listen({ host: '127.0.0.1', port: 0 });
   t.teardown(() => app.close());
+  return { views, address };
+}
+
+void t.test('views only when they change, meters every frame', async (t) => {
+  const { views, address } = await serveTwoPipelines(t);
 
   const first = await TilesFrames.open(`${address}/api/v1/events`);
   const [f1, f2, f3] = [await first.next(), await first.next(), await first.next()];
@@ -75,13 +81,7 @@ void t.test('views only when they change, meters every frame', async (t) => {
 });
 
 void t.test('a changed view reaches a connected client in its next frame, alone', async (t) => {
-  const views: Record<string, Record<string, unknown>> = { a: { name: 'A', state: 'running' }, b: { name: 'B', state: 'running' } };
-  const stats = new PipelineStats(100);
-  const sources = (): FeedSource[] => ['a', 'b'].map((id) => ({ kind: 'pipeline', id, view: views[id] ?? {}, stats }));
-  const app = Fastify();
-  await app.register(eventsRoutes({ feed: new LiveFeed(sources), version: 'test', meterIntervalMs: 20, silenceAlertS: 10 }));
-  const address = await app.listen({ host: '127.0.0.1', port: 0 });
-  t.teardown(() => app.close());
+  const { views, address } = await serveTwoPipelines(t);
   const frames = await TilesFrames.open(`${address}/api/v1/events`);
   t.teardown(() => frames.close());
   const seen: Frame[] = [];
