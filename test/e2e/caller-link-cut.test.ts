@@ -15,7 +15,7 @@
 import path from 'node:path';
 import t from 'tap';
 import { eventually, gstLaunchChildren, isAlive, startEngine, TEST_SRT_LATENCY_MS } from '../helpers/engine-process.js';
-import { BLOCK, RATE, mediaTimeNs } from '../helpers/failover-audio.js';
+import { BLOCK, RATE, mediaTimeNs, packetHolding } from '../helpers/failover-audio.js';
 import { canUseNetns, createNetnsPair, nsApi, setLink } from '../helpers/netns.js';
 import { readPayloadAudio, RtpTiming } from '../helpers/rtp-timing.js';
 import { sendSine } from '../helpers/srt-sender.js';
@@ -81,13 +81,7 @@ void t.test('a 2 s cut of a live link: the same caller back on air, no restart',
   t.equal(figures.timestampSteps, 0, 'RTP timestamps step by the samples sent');
   const playsAt = (block: number): number => {
     const frame = block * BLOCK;
-    let i = 0;
-    let hi = packetStart.length - 1;
-    while (i < hi) {
-      const mid = Math.ceil((i + hi) / 2);
-      if ((packetStart[mid] ?? 0) <= frame) i = mid;
-      else hi = mid - 1;
-    }
+    const i = packetHolding(packetStart, frame);
     const p = receiver.packets[i];
     return p === undefined ? Number.NaN : mediaTimeNs(p, frame - (packetStart[i] ?? 0));
   };

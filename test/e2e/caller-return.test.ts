@@ -24,8 +24,8 @@
  */
 import path from 'node:path';
 import t, { type Test } from 'tap';
-import { api, eventually, gstLaunchChildren, startEngine, TEST_SRT_LATENCY_MS, type EngineProcess } from '../helpers/engine-process.js';
-import { BLOCK, RATE, mediaTimeNs, scrapedValue } from '../helpers/failover-audio.js';
+import { api, engineAnswering, type EngineProcess, eventually, gstLaunchChildren, startEngine, TEST_SRT_LATENCY_MS } from '../helpers/engine-process.js';
+import { BLOCK, RATE, mediaTimeNs, packetHolding, scrapedValue } from '../helpers/failover-audio.js';
 import { freeUdpPort } from '../helpers/ports.js';
 import { readPayloadAudio, RtpTiming } from '../helpers/rtp-timing.js';
 import { CALLER_KINDS, startCaller, type Caller, type CallerKind } from '../helpers/srt-callers.js';
@@ -112,13 +112,7 @@ function firstRun(labels: readonly string[], label: string, run: number, from: n
 
 void t.test('callers killed and called again; a second caller refused', async (t: Test) => {
   const engine = await startEngine(t, { extraToml: `jitter_ms = ${JITTER_MS}\n[clock]\nsource = "realtime"`, waitForReady: false });
-  await eventually(async () => {
-    try {
-      return (await api(engine, 'GET', '/api/v1/pipelines')).status === 200 ? true : undefined;
-    } catch {
-      return undefined;
-    }
-  }, 90_000, 'the engine to answer');
+  await engineAnswering(engine);
   const seconds = ROUNDS * 600;
   const single = await createPipeline(engine, 'single', false, seconds);
   const pair = await createPipeline(engine, 'pair', true, seconds);
@@ -223,14 +217,7 @@ void t.test('callers killed and called again; a second caller refused', async (t
     t.equal(figures.timestampSteps, 0, `${inputs.join('+')}: RTP timestamps step by the samples sent`);
     const playsAt = (block: number): number => {
       const frame = block * BLOCK;
-      // the packet that holds the frame: packetStart is ascending
-      let i = 0;
-      let hi = packetStart.length - 1;
-      while (i < hi) {
-        const mid = Math.ceil((i + hi) / 2);
-        if ((packetStart[mid] ?? 0) <= frame) i = mid;
-        else hi = mid - 1;
-      }
+      const i = packetHolding(packetStart, frame);
       const p = pipeline.receiver.packets[i];
       return p === undefined ? Number.NaN : mediaTimeNs(p, frame - (packetStart[i] ?? 0));
     };

@@ -18,7 +18,7 @@
  */
 import path from 'node:path';
 import t, { type Test } from 'tap';
-import { api, eventually, startEngine, TEST_SRT_LATENCY_MS, type EngineProcess } from '../helpers/engine-process.js';
+import { api, engineAnswering, type EngineProcess, eventually, startEngine, TEST_SRT_LATENCY_MS } from '../helpers/engine-process.js';
 import {
   BACKUP_TONE, BLOCK, countLabel, crossfadeStepBound, firstAtLeast, firstRun, lastAtLeast, MAIN_TONE, RATE,
   readFailoverAudio, scrapedValue, type FailoverAudio,
@@ -65,14 +65,7 @@ interface Setup {
 /** An engine on the realtime media clock, a receiver keeping every payload, and a pipeline with main and backup. */
 async function setUp(t: Test, name: string, seconds: number): Promise<Setup> {
   const engine = await startEngine(t, { extraToml: `jitter_ms = ${JITTER_MS}\n[clock]\nsource = "realtime"`, waitForReady: false });
-  // (a shared, loaded machine can take longer than the launcher's 20 s to start node)
-  await eventually(async () => {
-    try {
-      return (await api(engine, 'GET', '/api/v1/pipelines')).status === 200 ? true : undefined;
-    } catch {
-      return undefined;
-    }
-  }, 90_000, 'the engine to answer');
+  await engineAnswering(engine);
   const payloads = path.join(engine.dir, 'payloads.bin');
   const receiver = await RtpTiming.open(seconds, payloads);
   t.teardown(() => receiver.close());

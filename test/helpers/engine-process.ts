@@ -222,3 +222,14 @@ export async function gstLaunchChildren(stateDir: string): Promise<number[]> {
   }
   return pids;
 }
+
+/** Waits until the engine's REST API answers (a loaded machine can take longer than the launcher's 20 s to start node). */
+export async function engineAnswering(engine: EngineProcess, timeoutMs = 90_000): Promise<void> {
+  await eventually(async () => {
+    try {
+      return (await api(engine, 'GET', '/api/v1/pipelines')).status === 200 ? true : undefined;
+    } catch {
+      return undefined;
+    }
+  }, timeoutMs, 'the engine to answer');
+}

@@ -68,17 +68,7 @@ export function readFailoverAudio(packets: readonly TimedPacket[], payloadFile: 
     return 'mixed';
   });
   const figures = clockFigures(packets);
-  // the packet that holds a block's first sample: packetStart is ascending
-  const packetOf = (frame: number): number => {
-    let lo = 0;
-    let hi = packetStart.length - 1;
-    while (lo < hi) {
-      const mid = Math.ceil((lo + hi) / 2);
-      if ((packetStart[mid] ?? 0) <= frame) lo = mid;
-      else hi = mid - 1;
-    }
-    return lo;
-  };
+  const packetOf = (frame: number): number => packetHolding(packetStart, frame);
   return {
     left,
     labels,
@@ -145,4 +135,16 @@ export function scrapedValue(scrape: string, name: string, labels: Record<string
     if (Object.entries(labels).every(([k, v]) => line.includes(`${k}="${v}"`))) return Number(line.slice(line.lastIndexOf(' ') + 1));
   }
   return 0;
+}
+
+/** The index of the packet that holds `frame`, given each packet's first frame (ascending). */
+export function packetHolding(packetStart: readonly number[], frame: number): number {
+  let lo = 0;
+  let hi = packetStart.length - 1;
+  while (lo < hi) {
+    const mid = Math.ceil((lo + hi) / 2);
+    if ((packetStart[mid] ?? 0) <= frame) lo = mid;
+    else hi = mid - 1;
+  }
+  return lo;
 }

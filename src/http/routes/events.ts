@@ -11,7 +11,7 @@
  * to a client only when it differs from the one that client last got, and in its first frame;
  * a tile without `view` keeps the last one. The meters (a few hundred bytes a tile) come in
  * every frame. At 48 pipelines this is what keeps the stream, and the page parsing it, cheap
- * (docs/dashboard.md, "Cost").
+ * (docs/dashboard.md).
  *
  * Latest values only: each tile's meters and view are serialised once per tick for all clients;
  * a client whose socket has not drained its previous frame skips this one (back-pressure: a slow
@@ -49,7 +49,7 @@ function tilesFrame(now: number, tiles: readonly TileText[], client: Client): st
   const parts = tiles.map(({ key, rest, view }) => {
     if (client.views.get(key) === view) return rest;
     client.views.set(key, view);
-    return rest === '{}' ? `{"view":${view}}` : `${rest.slice(0, -1)},"view":${view}}`;
+    return `${rest.slice(0, -1)},"view":${view}}`; // rest has kind and id: never `{}`
   });
   if (client.views.size > tiles.length) {
     const keys = new Set(tiles.map((tile) => tile.key));
