@@ -45,6 +45,7 @@ import { ValidationError } from './errors.js';
 import { PipelineRegistry } from './pipelines/registry.js';
 import { FallbackCache } from './pipelines/fallback-cache.js';
 import { VERSION } from './version.js';
+import { holdControlPriority } from './process/control-priority.js';
 
 export interface EngineOptions {
   config: LoadedConfig;
@@ -52,6 +53,11 @@ export interface EngineOptions {
   env?: NodeJS.ProcessEnv;
   /** Overrides of the configured ports (tests use 0 to get a free one). */
   ports?: { rest?: number; grpc?: number; dashboard?: number; nmos?: number };
+  /**
+   * Raise this process's threads to `engine.control_priority` once the servers listen: the
+   * process edge (main.ts) does; an engine made inside another program (a test) leaves it alone.
+   */
+  ownProcess?: boolean;
 }
 
 export interface StartedEngine {
@@ -275,6 +281,7 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
     metricsIntervalMs: config.engine.metrics_interval_ms,
   });
 
+  let releasePriority = (): void => undefined;
   return {
     pipelines,
     stations,
@@ -313,6 +320,7 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
         { event: 'ready', rest_port: restPort, grpc_port: grpcPort, dashboard_port: dashboardPort, startup_ms: Date.now() - startedAt, process_ms: Math.round(performance.now()), version: VERSION },
         `audio-engine ${VERSION} ready in ${Date.now() - startedAt} ms: REST on ${config.server.bind}:${restPort}, gRPC on port ${grpcPort}, dashboard on port ${dashboardPort}`,
       );
+      if (options.ownProcess === true) releasePriority = await holdControlPriority(config.engine.control_priority, log);
       await Promise.all([check, capacity.measured()]);
       await ptp.start();
       aes67.start();
@@ -332,6 +340,7 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
       await Promise.all([pipelines.shutdown(), stations.shutdown(), ptp.close()]);
       capacity.stop();
       links.close();
+      releasePriority();
     },
   };
 }

@@ -45,7 +45,7 @@ async function main(): Promise<number> {
     }
     throw error;
   }
-  const engine = await createEngine({ config, log });
+  const engine = await createEngine({ config, log, ownProcess: true });
   let stopping: Promise<number> | undefined;
   const stop = (signal: string): Promise<number> => {
     stopping ??= (async () => {

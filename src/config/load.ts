@@ -10,6 +10,7 @@ import { checkRedundantLeg, checkRtpOutput } from '../spec/rtp-output.js';
 import { compileValidator, DOTTED } from '../spec/validate.js';
 import { isValidKeySpec } from '../auth/keys.js';
 import { CLOCK_SOURCE, Config } from './schema.js';
+import { OUTPUT_RT_PRIORITY } from '../gst/realtime.js';
 
 export interface LoadedConfig extends Config {
   /** The file it came from (absolute). */
@@ -84,6 +85,10 @@ export function checkConfig(document: unknown, file: string): LoadedConfig {
   });
   if (config.engine.jitter_max_ms < config.engine.jitter_ms) {
     throw new ConfigError(`${file}: engine.jitter_max_ms = ${config.engine.jitter_max_ms} is below engine.jitter_ms = ${config.engine.jitter_ms}: the ceiling must hold the reserve`);
+  }
+  const priority = config.engine.control_priority;
+  if (priority !== 0 && priority <= OUTPUT_RT_PRIORITY) {
+    throw new ConfigError(`${file}: engine.control_priority = ${priority} is not above the children's real-time threads (${OUTPUT_RT_PRIORITY}): 0 (off) or ${OUTPUT_RT_PRIORITY + 1}-99`);
   }
   const stateDir = path.resolve(path.dirname(file), config.engine.state_dir);
   const fallbackDir = path.resolve(path.dirname(file), config.engine.fallback_dir);

@@ -65,6 +65,12 @@ export const EngineConfig = Type.Object(
      * At least jitter_ms; a pipeline's own `jitter_max_ms` overrides it.
      */
     jitter_max_ms: Type.Integer({ minimum: 10, maximum: 2500, default: 300 }),
+    /**
+     * SCHED_FIFO priority of the engine's own threads, above its children's (their highest is
+     * 10), so that the API, the page and the metrics answer on a host whose pipelines ask for
+     * more CPU than it has; 0: the engine runs SCHED_OTHER (docs/operations.md).
+     */
+    control_priority: Type.Integer({ minimum: 0, maximum: 99, default: 15 }),
   },
   { ...strict, default: {} },
 );

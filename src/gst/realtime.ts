@@ -73,7 +73,7 @@ export function realtimeRefusal({ limits, status }: OwnProcess): string {
     if (rtprio === undefined) return "the engine's RLIMIT_RTPRIO is unknown (/proc/self/limits unreadable)";
     if (rtprio.soft < OUTPUT_RT_PRIORITY) {
       const grant = rtprio.hard < OUTPUT_RT_PRIORITY
-        ? `no limit of ${OUTPUT_RT_PRIORITY} was granted (the unit's LimitRTPRIO=${OUTPUT_RT_PRIORITY}: a service manager without CAP_SYS_RESOURCE, as in a container, cannot raise the hard limit) and the engine has no CAP_SYS_NICE`
+        ? `no limit of ${OUTPUT_RT_PRIORITY} was granted (the unit's LimitRTPRIO: a service manager without CAP_SYS_RESOURCE, as in a container, cannot raise the hard limit) and the engine has no CAP_SYS_NICE`
         : `the soft limit is below the hard one: set LimitRTPRIO=${OUTPUT_RT_PRIORITY} (or ulimit -r ${OUTPUT_RT_PRIORITY})`;
       return `the engine's RLIMIT_RTPRIO is ${show(rtprio.soft)} (hard ${show(rtprio.hard)}), below the output thread's priority ${OUTPUT_RT_PRIORITY}: ${grant}`;
     }

@@ -45,6 +45,8 @@ const bad: [string, unknown, string][] = [
   ['jitter too large', { engine: { jitter_ms: 501 } }, 'engine.jitter_ms must be <= 500'],
   ['jitter ceiling too large', { engine: { jitter_max_ms: 2501 } }, 'engine.jitter_max_ms must be <= 2500'],
   ['jitter ceiling below the reserve', { engine: { jitter_ms: 200, jitter_max_ms: 100 } }, 'engine.jitter_max_ms = 100 is below engine.jitter_ms = 200'],
+  ['control priority among the children\'s', { engine: { control_priority: 10 } }, "engine.control_priority = 10 is not above the children's real-time threads (10): 0 (off) or 11-99"],
+  ['control priority too large', { engine: { control_priority: 100 } }, 'engine.control_priority must be <= 99'],
   ['clock source free text', { clock: { source: 'tai ! fakesink' } }, 'clock.source must be "tai", "realtime" or a PTP hardware clock "/dev/ptpN"; got "tai ! fakesink"'],
   ['clock source other device', { clock: { source: '/dev/sda' } }, 'clock.source must be "tai", "realtime" or a PTP hardware clock "/dev/ptpN"; got "/dev/sda"'],
   ['clock source not a string', { clock: { source: 1 } }, 'clock.source must be string'],
@@ -66,6 +68,9 @@ void t.test('clock and jitter defaults; each clock source form is accepted', asy
   t.equal(defaults.clock.source, 'tai');
   t.equal(defaults.engine.jitter_ms, 50);
   t.equal(defaults.engine.jitter_max_ms, 300);
+  t.equal(defaults.engine.control_priority, 15);
+  t.equal(checkConfig({ engine: { control_priority: 0 } }, 'c.toml').engine.control_priority, 0, '0: off');
+  t.equal(checkConfig({ engine: { control_priority: 11 } }, 'c.toml').engine.control_priority, 11, 'just above the children');
   for (const source of ['tai', 'realtime', '/dev/ptp0', '/dev/ptp12']) t.equal(checkConfig({ clock: { source } }, 'c.toml').clock.source, source);
 });
 

@@ -35,7 +35,7 @@ void t.test('limits of /proc/PID/limits by name', async (t) => {
 void t.test('why SCHED_FIFO 10 is refused, from the engine\'s own limits, capabilities and filter', async (t) => {
   t.equal(
     realtimeRefusal(unit),
-    "the engine's RLIMIT_RTPRIO is 0 (hard 0), below the output thread's priority 10: no limit of 10 was granted (the unit's LimitRTPRIO=10: a service manager without CAP_SYS_RESOURCE, as in a container, cannot raise the hard limit) and the engine has no CAP_SYS_NICE",
+    "the engine's RLIMIT_RTPRIO is 0 (hard 0), below the output thread's priority 10: no limit of 10 was granted (the unit's LimitRTPRIO: a service manager without CAP_SYS_RESOURCE, as in a container, cannot raise the hard limit) and the engine has no CAP_SYS_NICE",
     'the unit in the container: the limit was not granted',
   );
   t.match(realtimeRefusal(withRtprio(unit, '5', '10')), /RLIMIT_RTPRIO is 5 \(hard 10\), below the output thread's priority 10: the soft limit is below the hard one/, 'a soft limit below a hard one that would do');

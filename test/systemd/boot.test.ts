@@ -10,7 +10,7 @@
  *   - the children's sandbox, on the real gst-launch-1.0 child: its credentials and filters, and a
  *     write it really attempts (GST_DEBUG_FILE, set in the manager's environment, so the unit is
  *     untouched) fails outside the state directory and succeeds inside it;
- *   - real time: `systemctl show` has the unit's LimitRTPRIO=10, LimitRTTIME=200ms:1s and
+ *   - real time: `systemctl show` has the unit's LimitRTPRIO=15, LimitRTTIME=200ms:1s and
  *     RestrictRealtime=no; where the container grants the child RLIMIT_RTPRIO 10 its output thread
  *     runs SCHED_FIFO and the view says so; where it cannot (no CAP_SYS_RESOURCE on this machine),
  *     the view says false, the metric 0, and /health warns with the reason (still healthy);
@@ -445,8 +445,8 @@ void t.test('the shipped unit under a real systemd (systemd-nspawn --boot)', { s
 
   await t.test("real time: the unit's limits, what the container grants the child's output thread, and /health says so", async (t) => {
     const p = await show(container, ['LimitRTPRIO', 'LimitRTPRIOSoft', 'LimitRTTIME', 'LimitRTTIMESoft', 'RestrictRealtime', 'MainPID']);
-    t.equal(p.LimitRTPRIO, '10', 'LimitRTPRIO=10 (hard)');
-    t.equal(p.LimitRTPRIOSoft, '10', 'and soft');
+    t.equal(p.LimitRTPRIO, '15', 'LimitRTPRIO=15 (hard)');
+    t.equal(p.LimitRTPRIOSoft, '15', 'and soft');
     t.equal(p.LimitRTTIME, '1000000', 'LimitRTTIME=200ms:1s: hard 1 s, shown in µs');
     t.equal(p.LimitRTTIMESoft, '200000', 'and soft 200 ms');
     t.equal(p.RestrictRealtime, 'no', 'RestrictRealtime=no');

@@ -84,7 +84,7 @@ void t.test('the unit carries the contract choices', async (t) => {
   t.ok(deny >= 0 && deny < filters.indexOf('capset'), 'capset comes after the deny line (systemd applies the lines in order)');
   // Real time for the clock bridge's threads (SCHED_FIFO 10 output, 5 input): allowed, bounded.
   t.same(setting('RestrictRealtime'), ['no'], 'RestrictRealtime=no: the output thread may run SCHED_FIFO');
-  t.same(setting('LimitRTPRIO'), ['10'], 'LimitRTPRIO=10: the output thread\'s priority, and no higher');
+  t.same(setting('LimitRTPRIO'), ['15'], 'LimitRTPRIO=15: the engine\'s control_priority (the default), above the output thread\'s 10, and no higher');
   t.same(setting('LimitRTTIME'), ['200ms:1s'], 'LimitRTTIME=200ms:1s: SIGXCPU (the guard demotes the thread) at 200 ms, SIGKILL at 1 s');
   const rt = filters.findIndex((f) => f.split(/\s+/).includes('sched_setscheduler'));
   t.ok(rt > deny, 'sched_setscheduler (pthread_setschedparam; in @resources) put back after the ~ line');
