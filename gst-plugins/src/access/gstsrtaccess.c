@@ -54,7 +54,9 @@
  *    creator's policy). Refused (no CAP_SYS_NICE, RLIMIT_RTPRIO too low)
  *    they stay SCHED_OTHER, said at INFO. Both block on every packet; the
  *    process's RLIMIT_RTTIME and the clock bridge's guard bound them as
- *    the bridge's own threads (docs/operations.md, "Real time").
+ *    the bridge's own threads (docs/operations.md, "Real time"). srtsrc's
+ *    own streaming thread, which reads what they deliver, gets SCHED_FIFO
+ *    SOURCE_RT_PRIORITY at its first buffer (source_thread_realtime).
  *
  * 4. A caller that calls again. srtsrc 1.22 accepts one caller and reads it
  *    until libsrt says it is broken (SRT's peer idle timeout, 5 s, for a
@@ -113,8 +115,11 @@ GST_DEBUG_CATEGORY_STATIC (srt_access_debug);
 #define REJECT_MARK           "rsp(REJECT): "
 /* libsrt's receive and delivery threads: above the thread that reads what
  * they deliver (the clock bridge's input, 5), below its output (10), within
- * the unit's LimitRTPRIO=10 */
+ * the unit's LimitRTPRIO */
 #define RECEIVE_RT_PRIORITY   6
+/* srtsrc's streaming thread (read, typefind, demux, decode, into the clock
+ * bridge): the bridge's INPUT_RT_PRIORITY, asked here at its first buffer */
+#define SOURCE_RT_PRIORITY    5
 #define DEFAULT_RECONNECT_MS  500
 #define MAX_RECONNECT_MS      60000
 /* how long the takeover waits for libsrt to queue the caller it let in */
@@ -359,6 +364,34 @@ receive_thread_realtime (void)
         "refused (%s)", RECEIVE_RT_PRIORITY, g_strerror (err));
 }
 
+/* srtsrc's streaming thread at SCHED_FIFO SOURCE_RT_PRIORITY from its first
+ * buffer, asked once per thread (see 3. above).  The clock bridge asks the
+ * same when the first decoded audio reaches it; until then the thread does
+ * a stream's start-up (typefind, the demuxer's tables, decodebin finding
+ * and loading the decoder, then decoding what queued meanwhile) and, at
+ * SCHED_OTHER, got only what the real-time threads left: with 24 pipelines
+ * on 2 cores whose output threads already sent silence, the first audio
+ * came 15-55 s after the callers connected, all of them at once, and the
+ * backlog then decoded in a burst ran many bridges dry. */
+static void
+source_thread_realtime (void)
+{
+  static __thread gboolean asked;
+  struct sched_param param = {.sched_priority = SOURCE_RT_PRIORITY };
+  int err;
+
+  if (asked)
+    return;
+  asked = TRUE;
+  err = pthread_setschedparam (pthread_self (), SCHED_FIFO, &param);
+  if (err == 0)
+    GST_INFO ("srtsrc's streaming thread runs SCHED_FIFO %d",
+        SOURCE_RT_PRIORITY);
+  else
+    GST_INFO ("srtsrc's streaming thread stays SCHED_OTHER: SCHED_FIFO %d "
+        "refused (%s)", SOURCE_RT_PRIORITY, g_strerror (err));
+}
+
 /* ---- a caller that calls again (see 4. above) ------------------------ */
 
 /* libsrt 1.5's C API, as srt.h declares it (SRTSOCKET is an int) */
@@ -490,6 +523,7 @@ on_srtsrc_buffer (GstPad * pad, GstPadProbeInfo * info, gpointer user_data)
 {
   GstSrtAccess *self = user_data;
 
+  source_thread_realtime ();
   /* 64-bit stores are atomic on the targets the engine runs on */
   self->last_buffer = g_get_monotonic_time ();
   if (g_atomic_int_compare_and_exchange (&self->announce_first, 1, 0))
