@@ -171,6 +171,7 @@ export class BenchEngine {
     private readonly launched: LaunchedEngine,
     readonly restPort: number,
     readonly grpcPort: number,
+    readonly dashboardPort: number,
   ) {
     this.child = launched.child;
     this.dir = launched.dir;
@@ -209,7 +210,7 @@ export class BenchEngine {
       ].join('\n'),
     );
     const launched = launchEngine({ configFile, env: options.env, detached: true }); // own group: stop() ends it whole
-    return new BenchEngine(launched, ports.restPort, ports.grpcPort);
+    return new BenchEngine(launched, ports.restPort, ports.grpcPort, ports.dashboardPort);
   }
 
   /** The GStreamer registry the engine keeps in its state folder (after it is ready). */

@@ -34,7 +34,7 @@
  *   its own first N that is not real time, the other's goes on.
  */
 import { spawn } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { cpus, tmpdir } from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -92,6 +92,13 @@ export interface EngineBenchOptions {
    * (bench/scale-reference.ts); each kind's sweep stops at its own first N that is not real time
    */
   reference?: ScaleReferenceKind;
+  /**
+   * scale: rounds at each N (default 3, 1 with --quick), each a fresh engine (and reference) with
+   * every pipeline created at once; an N is whole only when every round was
+   */
+  scaleRounds?: number;
+  /** scale: `control_priority` written under [engine] in each engine's config; the key is left out (the default) when unset */
+  controlPriority?: number;
   /** scale: how fast the ffmpeg senders read against the host clock (1.0005: 500 ppm fast); default 1 */
   senderRate?: number;
   /**
@@ -162,7 +169,13 @@ export interface ScalePipelineSample extends RtpWindowSample {
   restarts: number;
   /** the clock bridge's underruns in the window, and the sender drift it reports at the end, ppm */
   underruns: number;
+  /** at the window's end: sender-to-RTP latency and the bridge's depth above its reserve, s; ceiling episodes in the window */
+  latencyS: number;
+  depthS: number;
+  ceilingHits: number;
   driftPpm: number;
+  /** the half-width it states for that reading, ppm (about 95 % of readings hold the truth within it) */
+  driftUncertaintyPpm: number;
   /** the drift it reported every 10 s from 60 s after its sender started: [s since then, ppm] */
   driftSeries: [number, number][];
 }
@@ -174,6 +187,10 @@ export interface ScaleStep extends ScaleStepFigures {
   /** s between the two scrapes the children's and the engine's CPU deltas come from (windowS: the counter's) */
   cpuWindowS: number;
   srt: { lost: number; dropped: number };
+  /** sender-to-RTP latency and depth above the reserve at the window's end over the pipelines, s; ceiling episodes in the window */
+  latencyS: { median: number; max: number };
+  depthS: { median: number; max: number };
+  ceilingHits: number;
   /** ms from the first create to every pipeline running (flowingMs: to every receiver carrying the programme) */
   startAllMs: number;
   /** real-time threads the clock bridge's guard moved to SCHED_OTHER during the step, by thread name */
@@ -233,6 +250,8 @@ interface Settings {
   connections: number;
   grpcCalls: number;
   scaleNs: number[];
+  scaleRounds: number;
+  controlPriority: number | undefined;
   windowS: number;
   settleS: number;
   sender: SenderKind;
@@ -254,6 +273,8 @@ function settings(opts: EngineBenchOptions): Settings {
     connections: opts.connections ?? 10,
     grpcCalls: opts.grpcCalls ?? (quick ? 100 : 500),
     scaleNs: opts.scaleNs ?? (quick ? [1, 8] : [1, 8, 16, 32, 64]),
+    scaleRounds: opts.scaleRounds ?? (quick ? 1 : 3),
+    controlPriority: opts.controlPriority,
     windowS: opts.windowS ?? (quick ? 5 : 20),
     settleS: opts.settleS ?? (quick ? 3 : 5),
     sender: opts.sender ?? 'gst-shared',
@@ -541,13 +562,14 @@ function underrunsSaid(engine: BenchEngine, ids: readonly string[], sendersAt: n
   });
 }
 
-async function scaleStep(s: Settings, root: string, n: number, rig: ScaleRig): Promise<ScaleStep> {
+async function scaleStep(s: Settings, root: string, n: number, round: number, rig: ScaleRig): Promise<ScaleStep> {
   const engine = await BenchEngine.spawn({
-    dir: path.join(root, `scale-${n}`),
+    dir: path.join(root, `scale-${n}-${round}`),
     registryFrom: rig.registry,
     maxPipelines: Math.max(64, n),
     rtpPacketsPerSend: s.packetsPerSend,
     admission: false, // the plain sweep measures what the host can carry
+    extraToml: s.controlPriority === undefined ? [] : [`control_priority = ${s.controlPriority}`],
   });
   let counters: RtpCounters | undefined;
   let senders: Sender[] = [];
@@ -560,12 +582,15 @@ async function scaleStep(s: Settings, root: string, n: number, rig: ScaleRig): P
     counters = await RtpCounters.start(rig.counterBinary, n);
     rig.rcvbufBytes = counters.rcvbufBytes;
     rig.nice = counters.nice;
-    const t0 = performance.now();
-    for (const rtpPort of counters.ports) {
-      const srtPort = await freeUdpPort();
-      const id = await createPipeline(engine, `bench scale ${pipelines.length}`, srtPort, rtpPort);
-      pipelines.push({ id, srtPort, rtpPort });
+    // every pipeline created at once, as a restored host or a playout system's set-up does
+    const srtPorts: number[] = [];
+    while (srtPorts.length < counters.ports.length) {
+      const port = await freeUdpPort();
+      if (!srtPorts.includes(port) && !counters.ports.includes(port)) srtPorts.push(port);
     }
+    const t0 = performance.now();
+    const ids = await Promise.all(counters.ports.map((rtpPort, i) => createPipeline(engine, `bench scale ${i}`, srtPorts[i] ?? 0, rtpPort)));
+    counters.ports.forEach((rtpPort, i) => pipelines.push({ id: ids[i] ?? '', srtPort: srtPorts[i] ?? 0, rtpPort }));
     const running = new Set<string>();
     await engine.waitForLog((l) => {
       if (l.event === 'state' && l.to === 'running' && typeof l.pipeline_id === 'string') running.add(l.pipeline_id);
@@ -587,7 +612,9 @@ async function scaleStep(s: Settings, root: string, n: number, rig: ScaleRig): P
     // first audio, all at once), and a window opened before then judged that start-up
     // a receiver still without the programme is a reason, as in the reference's step: the
     // step is measured and judged, and the sweep stops there rather than ending in an error
-    const notFlowing = await waitForAudio(counters, 60_000);
+    const firstAudio = new Map<number, number>();
+    const notFlowing = await waitForAudio(counters, 60_000, firstAudio);
+    const firstAudioS = [...firstAudio.values()].map((at) => (at - sendersAt) / 1000).sort((a, b) => a - b);
     const flowingMs = performance.now() - t0;
     await sleep(s.settleS * 1000);
 
@@ -627,7 +654,11 @@ async function scaleStep(s: Settings, root: string, n: number, rig: ScaleRig): P
         srtReceived: d('audio_engine_pipeline_srt_packets_received_total'),
         restarts: d('audio_engine_pipeline_restarts_total'),
         underruns: d('audio_engine_pipeline_jitter_buffer_underruns_total'),
+        latencyS: value(m1, 'audio_engine_pipeline_latency_seconds', p.id),
+        depthS: value(m1, 'audio_engine_pipeline_jitter_depth_seconds', p.id),
+        ceilingHits: d('audio_engine_pipeline_jitter_ceiling_hits_total'),
         driftPpm: value(m1, 'audio_engine_pipeline_input_clock_drift_ppm', p.id),
+        driftUncertaintyPpm: value(m1, 'audio_engine_pipeline_input_clock_drift_uncertainty_ppm', p.id),
         driftSeries: drifts.get(p.id) ?? [],
       };
     });
@@ -643,9 +674,14 @@ async function scaleStep(s: Settings, root: string, n: number, rig: ScaleRig): P
     const { receiversCpuPct, benchCpuPct } = win;
     const pipelineCpuPct = spread(cpu);
     const cpuSum = pipelineCpuPct.sum;
+    const latency = spread(samples.map((p) => p.latencyS));
+    const depth = spread(samples.map((p) => p.depthS));
     const step: ScaleStep = {
       n,
       windowS,
+      latencyS: { median: latency.median, max: latency.max },
+      depthS: { median: depth.median, max: depth.max },
+      ceilingHits: samples.reduce((a, p) => a + p.ceilingHits, 0),
       cpuWindowS,
       realTime: reasons.length === 0,
       reasons,
@@ -670,22 +706,24 @@ async function scaleStep(s: Settings, root: string, n: number, rig: ScaleRig): P
     // every bridge's readings every 10 s, and at the end
     const driftReadings = samples.flatMap((p) => [...p.driftSeries.map(([, v]) => v), p.driftPpm]);
     s.log(
-      `scale N=${n}: ${step.realTime ? 'real time' : `NOT real time (${reasons.join('; ')})`}; per pipeline CPU median ` +
+      `scale N=${n} round ${round}: ${step.realTime ? 'real time' : `NOT real time (${reasons.join('; ')})`}; per pipeline CPU median ` +
         `${step.pipelineCpuPct.median.toFixed(1)} % (max ${step.pipelineCpuPct.max.toFixed(1)} %) over ${cpuWindowS.toFixed(1)} s between scrapes, RSS ${step.pipelineRssMiB.median.toFixed(1)} MiB; ` +
         `engine ${step.engineCpuPct.toFixed(1)} %; senders ${step.senderCpuPct.sum.toFixed(2)} % (${step.senderCpuPct.perSender.toFixed(2)} % per pipeline, ` +
         `${senders.length} process(es)); receivers ${step.receiversCpuPct.toFixed(2)} %; bench ${step.benchCpuPct.toFixed(2)} %; ` +
         `all of it ${step.accountedPctOfMachine.toFixed(0)} % of the machine; RTP ${step.rtp.minRatePerS.toFixed(0)}-${step.rtp.maxRatePerS.toFixed(0)}/s; ` +
         `underruns ${samples.reduce((a, p) => a + p.underruns, 0)} in ${samples.filter((p) => p.underruns > 0).length} pipeline(s); ` +
+        `latency ${step.latencyS.median.toFixed(3)} s median, ${step.latencyS.max.toFixed(3)} s max (depth above the reserve at most ${(1000 * step.depthS.max).toFixed(0)} ms, ${step.ceilingHits} ceiling episode(s)); ` +
         `real-time threads demoted: ${demoted.length > 0 ? demoted.join(', ') : 'none'}; ` +
-        `drift ${driftRange(samples.map((p) => p.driftPpm))} at the end, ${driftRange(driftReadings)} ` +
+        `drift ${driftRange(samples.map((p) => p.driftPpm))} at the end (${driftCoverage(samples, (s.senderRate - 1) * 1e6)}), ${driftRange(driftReadings)} ` +
         `every 10 s from 60 s after the senders started (the senders' truth: ${((s.senderRate - 1) * 1e6).toFixed(0)} ppm against the host clock); ` +
         (notFlowing > 0
           ? `the programme at ${n - notFlowing} of ${n} receivers 60 s after the senders started`
           : `the programme at every receiver ${((flowingMs - startAllMs) / 1000).toFixed(1)} s after the senders started`) +
+        ` (the first at ${(firstAudioS[0] ?? Number.NaN).toFixed(1)} s, the median at ${(firstAudioS[Math.floor(firstAudioS.length / 2)] ?? Number.NaN).toFixed(1)} s)` +
         `, the window from ${s.settleS} s later`,
     );
-    for (const line of step.underrunsSaid.slice(0, 20)) s.log(`scale N=${n}: underrun: ${line}`);
-    if (step.underrunsSaid.length > 20) s.log(`scale N=${n}: ... and ${step.underrunsSaid.length - 20} more underrun lines (in the JSON)`);
+    for (const line of step.underrunsSaid.slice(0, 20)) s.log(`scale N=${n} round ${round}: underrun: ${line}`);
+    if (step.underrunsSaid.length > 20) s.log(`scale N=${n} round ${round}: ... and ${step.underrunsSaid.length - 20} more underrun lines (in the JSON)`);
     return step;
   } catch (error) {
     // a saturated step starves the counter: judged, not an end of the run
@@ -697,17 +735,28 @@ async function scaleStep(s: Settings, root: string, n: number, rig: ScaleRig): P
       engineRssMiB: none,
       cpuWindowS: none,
       srt: { lost: none, dropped: none },
+      latencyS: { median: none, max: none },
+      depthS: { median: none, max: none },
+      ceilingHits: none,
       startAllMs: none,
       rtDemotions: rtDemotionsSaid(engine),
       underrunsSaid: underrunsSaid(engine, pipelines.map((p) => p.id), sendersAt),
       pipelines: [],
     };
-    s.log(`scale N=${n}: NOT real time (${step.reasons.join('; ')}); the engine's underrun lines: ${step.underrunsSaid.length} (in the JSON)`);
+    s.log(`scale N=${n} round ${round}: NOT real time (${step.reasons.join('; ')}); the engine's underrun lines: ${step.underrunsSaid.length} (in the JSON)`);
     return step;
   } finally {
     await stopAll(senders);
     await engine.stop();
     await counters?.stop();
+    // BENCH_ENGINE_LOGS=DIR keeps each step's engine log lines (with the bench's arrival time, s
+    // after the senders started) for a closer look: scale-N-ROUND.jsonl
+    const keep = process.env.BENCH_ENGINE_LOGS;
+    if (keep !== undefined && keep !== '') {
+      const lines = engine.logs.map((l, i) => JSON.stringify({ ...l, bench_s: ((engine.arrivedAt[i] ?? Number.NaN) - sendersAt) / 1000 }));
+      await mkdir(keep, { recursive: true });
+      await writeFile(path.join(keep, `scale-${n}-${round}.jsonl`), `${lines.join('\n')}\n`);
+    }
   }
 }
 
@@ -720,6 +769,14 @@ export function driftRange(readings: number[]): string {
   const unknown = readings.length - known.length;
   const range = known.length === 0 ? 'none known' : `${Math.min(...known).toFixed(1)}..${Math.max(...known).toFixed(1)} ppm`;
   return unknown === 0 ? range : `${range} (${unknown} of ${readings.length} readings not known yet)`;
+}
+
+/** How many of the bridges' last drift readings hold the senders' truth within their stated uncertainty. */
+export function driftCoverage(samples: readonly { driftPpm: number; driftUncertaintyPpm: number }[], truthPpm: number): string {
+  const known = samples.filter((p) => Number.isFinite(p.driftPpm) && Number.isFinite(p.driftUncertaintyPpm));
+  const within = known.filter((p) => Math.abs(p.driftPpm - truthPpm) <= p.driftUncertaintyPpm).length;
+  const widths = known.map((p) => p.driftUncertaintyPpm);
+  return `${within} of ${known.length} known within their stated uncertainty${widths.length > 0 ? ` (±${Math.min(...widths).toFixed(1)}..${Math.max(...widths).toFixed(1)} ppm)` : ''}`;
 }
 
 /** The ffmpeg reference's job: the benchmarked pipelines' (BENCH_PROCESSING, the same SRT latency). */
@@ -747,8 +804,9 @@ async function scaleBench(s: Settings, root: string, registry: string | undefine
   }
   const { first: steps, second: referenceSteps } = await sweepSideBySide(
     s.scaleNs,
-    (n) => scaleStep(s, root, n, rig),
-    setup === undefined ? null : (n) => referenceScaleStep(setup, n),
+    async (n, round) => ({ ...(await scaleStep(s, root, n, round, rig)), round }),
+    setup === undefined ? null : async (n, round) => ({ ...(await referenceScaleStep(setup, n)), round }),
+    s.scaleRounds,
   );
   const engineEnd = sweepEnd(steps, s.scaleNs);
   let reference: ScaleReferenceResult | null = null;
@@ -837,21 +895,44 @@ function f(x: number, digits = 1): string {
   return Number.isFinite(x) ? x.toFixed(digits) : 'n/a';
 }
 
+/** "k of R rounds" at N. */
+function wholeRounds(steps: readonly { n: number; realTime: boolean }[], n: number): string {
+  const at = steps.filter((x) => x.n === n);
+  return at.length === 0 ? '-' : `${at.filter((x) => x.realTime).length} of ${at.length} rounds`;
+}
+
+/** The median over the rounds at N of each round's per-pipeline CPU median, % of a core. */
+function roundsMedianCpu(steps: readonly { n: number; pipelineCpuPct: { median: number } }[], n: number): number {
+  const at = steps.filter((x) => x.n === n && Number.isFinite(x.pipelineCpuPct.median)).map((x) => x.pipelineCpuPct.median);
+  return at.length === 0 ? Number.NaN : median(at);
+}
+
+/** Per pipeline CPU at the largest N over the smallest (the bar: at most 1.25 from 8 to 32). */
+function costGrowth(steps: readonly { n: number; pipelineCpuPct: { median: number } }[], ns: readonly number[]): string[] {
+  const measured = ns.filter((n) => Number.isFinite(roundsMedianCpu(steps, n)));
+  const lo = measured[0];
+  const hi = measured.at(-1);
+  if (lo === undefined || hi === undefined || lo === hi) return [];
+  return [`per pipeline CPU at ${hi} / at ${lo}: ${f(roundsMedianCpu(steps, hi), 2)} / ${f(roundsMedianCpu(steps, lo), 2)} = **${f(roundsMedianCpu(steps, hi) / roundsMedianCpu(steps, lo), 2)}**`];
+}
+
 /** The scale sweep beside its reference, per N of either sweep, and the largest real-time N of each. */
 function referenceTable(sc: ScaleResult, ref: ScaleReferenceResult): string {
   const ns = [...new Set([...sc.steps.map((x) => x.n), ...ref.steps.map((x) => x.n)])].sort((a, b) => a - b);
+  const rounds = Math.max(1, ...[...sc.steps, ...ref.steps].map((x) => x.round ?? 1));
   const yes = (st: { realTime: boolean } | undefined): string => (st === undefined ? '-' : st.realTime ? 'yes' : '**no**');
   const cpu = (st: { pipelineCpuPct: { median: number; max: number } } | undefined): string =>
     st === undefined ? '-' : `${f(st.pipelineCpuPct.median)} (${f(st.pipelineCpuPct.max)})`;
   const lines = [
-    `| N | engine real time | engine CPU % per pipeline, median (max) | ${ref.kind} real time | ${ref.kind} CPU % per pipeline, median (max) | ${ref.kind} RSS MiB median | ${ref.kind} senders CPU % (per pipeline) | ${ref.kind} RTP pkt/s min-max | ${ref.kind} RTP gaps | ${ref.kind}: why not |`,
-    '|---:|---|---:|---|---:|---:|---:|---:|---:|---|',
+    `| N | round | engine real time | engine CPU % per pipeline, median (max) | ${ref.kind} real time | ${ref.kind} CPU % per pipeline, median (max) | ${ref.kind} RSS MiB median | ${ref.kind} senders CPU % (per pipeline) | ${ref.kind} RTP pkt/s min-max | ${ref.kind} RTP gaps | ${ref.kind}: why not |`,
+    '|---:|---:|---|---:|---|---:|---:|---:|---:|---:|---|',
   ];
-  for (const n of ns) {
-    const e = sc.steps.find((x) => x.n === n);
-    const x = ref.steps.find((y) => y.n === n);
+  for (const n of ns) for (let round = 1; round <= rounds; round++) {
+    const e = sc.steps.find((x) => x.n === n && (x.round ?? 1) === round);
+    const x = ref.steps.find((y) => y.n === n && (y.round ?? 1) === round);
+    if (e === undefined && x === undefined) continue;
     lines.push(
-      `| ${n} | ${yes(e)} | ${cpu(e)} | ${yes(x)} | ${cpu(x)} | ${x === undefined ? '-' : f(x.pipelineRssMiB.median)} | ` +
+      `| ${n} | ${round} | ${yes(e)} | ${cpu(e)} | ${yes(x)} | ${cpu(x)} | ${x === undefined ? '-' : f(x.pipelineRssMiB.median)} | ` +
         `${x === undefined ? '-' : `${f(x.senderCpuPct.sum, 2)} (${f(x.senderCpuPct.perSender, 2)})`} | ` +
         `${x === undefined ? '-' : `${f(x.rtp.minRatePerS, 0)}-${f(x.rtp.maxRatePerS, 0)}`} | ${x === undefined ? '-' : f(x.rtp.totalGaps, 0)} | ${x?.reasons.join('; ') ?? ''} |`,
     );
@@ -859,6 +940,11 @@ function referenceTable(sc: ScaleResult, ref: ScaleReferenceResult): string {
   const ratio = ref.engineOverReference === null ? 'n/a' : `${f(ref.engineOverReference, 2)}`;
   lines.push(
     '',
+    ...ns.map((n) => `- N = ${n}: engine whole in ${wholeRounds(sc.steps, n)}, ${ref.kind} in ${wholeRounds(ref.steps, n)}; ` +
+      `per pipeline CPU (median of the rounds' medians) engine ${f(roundsMedianCpu(sc.steps, n), 2)} %, ${ref.kind} ${f(roundsMedianCpu(ref.steps, n), 2)} %, ` +
+      `engine/${ref.kind} **${f(roundsMedianCpu(sc.steps, n) / roundsMedianCpu(ref.steps, n), 2)}**`),
+    ...costGrowth(sc.steps, ns).map((l) => `- engine: ${l}`),
+    ...costGrowth(ref.steps, ns).map((l) => `- ${ref.kind}: ${l}`),
     `- largest N in real time: engine **${sc.largestRealTimeN}**, ${ref.kind} **${ref.largestRealTimeN}**, engine/${ref.kind} ` +
       `${sc.largestRealTimeN}/${ref.largestRealTimeN} = **${ratio}** (N swept: ${ns.join(', ')}${sc.stoppedEarly ? '; the engine\'s sweep stopped at its first N that was not' : ''}` +
       `${ref.stoppedEarly ? `; the ${ref.kind} sweep stopped at its first N that was not` : ''})`,
@@ -897,12 +983,12 @@ export function engineTable(r: EngineBenchResult): string {
   const sc = r.scale;
   if (sc !== null) {
     lines.push(
-      '| N | real time | pipeline CPU % median (max) | sum | RSS MiB median (max) | engine CPU % | engine RSS MiB | senders CPU % (per pipeline) | receivers CPU % | bench CPU % | all measured CPU, % of machine | RTP pkt/s min-max | RTP gaps | SRT lost | why not |',
-      '|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|',
+      '| N | round | real time | latency s median (max) | depth above reserve ms, max | pipeline CPU % median (max) | sum | RSS MiB median (max) | engine CPU % | engine RSS MiB | senders CPU % (per pipeline) | receivers CPU % | bench CPU % | all measured CPU, % of machine | RTP pkt/s min-max | RTP gaps | SRT lost | why not |',
+      '|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|',
     );
     for (const st of sc.steps) {
       lines.push(
-        `| ${st.n} | ${st.realTime ? 'yes' : '**no**'} | ${f(st.pipelineCpuPct.median)} (${f(st.pipelineCpuPct.max)}) | ${f(st.pipelineCpuPct.sum, 0)} | ` +
+        `| ${st.n} | ${st.round ?? 1} | ${st.realTime ? 'yes' : '**no**'} | ${f(st.latencyS.median, 3)} (${f(st.latencyS.max, 3)}) | ${f(1000 * st.depthS.max, 0)} | ${f(st.pipelineCpuPct.median)} (${f(st.pipelineCpuPct.max)}) | ${f(st.pipelineCpuPct.sum, 0)} | ` +
           `${f(st.pipelineRssMiB.median)} (${f(st.pipelineRssMiB.max)}) | ${f(st.engineCpuPct)} | ${f(st.engineRssMiB, 0)} | ` +
           `${f(st.senderCpuPct.sum, 2)} (${f(st.senderCpuPct.perSender, 2)}) | ${f(st.receiversCpuPct, 2)} | ${f(st.benchCpuPct, 2)} | ` +
           `${f(st.accountedPctOfMachine, 0)} | ${f(st.rtp.minRatePerS, 0)}-${f(st.rtp.maxRatePerS, 0)} | ${f(st.rtp.totalGaps, 0)} | ${f(st.srt.lost, 0)} | ${st.reasons.join('; ')} |`,
@@ -910,7 +996,9 @@ export function engineTable(r: EngineBenchResult): string {
     }
     lines.push(
       '',
-      `- scale: largest N measured real time: **${sc.largestRealTimeN}**${sc.stoppedEarly ? ' (sweep stopped at the first N that was not)' : ''}; ` +
+      ...[...new Set(sc.steps.map((x) => x.n))].map((n) => `- scale N = ${n}: whole in ${wholeRounds(sc.steps, n)}`),
+      ...costGrowth(sc.steps, [...new Set(sc.steps.map((x) => x.n))]).map((l) => `- scale: ${l}`),
+      `- scale: largest N measured real time in every round: **${sc.largestRealTimeN}**${sc.stoppedEarly ? ' (sweep stopped at the first N that was not)' : ''}; ` +
         `window ${f(sc.steps[0]?.windowS ?? Number.NaN, 0)} s per N; rtp_packets_per_send ${sc.rtpPacketsPerSend ?? 'not set (engine default)'}`,
       `- scale sender (${sc.sender.kind}, ${sc.sender.processes}${sc.sender.kind === 'gst-shared' ? ', one `t. ! srtsink` branch per pipeline' : ''}): \`${sc.sender.command.join(' ')}\`; ` +
         `receivers: one \`${path.basename(sc.receiver.command[0] ?? 'rtp-counter')} N\` process (${sc.receiver.source}, SO_RCVBUF ${sc.receiver.rcvbufBytes} bytes, nice ${sc.receiver.nice}); ` +
@@ -939,7 +1027,7 @@ export function engineTable(r: EngineBenchResult): string {
 // command line
 
 export const ENGINE_USAGE =
-  '[--only engine|scale] [--quick] [--sender gst-shared|gst|ffmpeg] [--scale 1,8,16,32,64] [--window S] [--settle S] [--sender-rate R] [--packets-per-send K] [--admission] [--reference ffmpeg|floor|passthrough|no-bridge]';
+  '[--only engine|scale] [--quick] [--sender gst-shared|gst|ffmpeg] [--scale 1,8,16,32,64] [--window S] [--settle S] [--sender-rate R] [--rounds N] [--control-priority P] [--packets-per-send K] [--admission] [--reference ffmpeg|floor|passthrough|no-bridge]';
 
 /** Reads the engine bench flags; returns false for a flag that is not one of them. */
 export function engineBenchFlag(a: string, value: () => string, into: EngineBenchOptions): boolean {
@@ -971,6 +1059,14 @@ export function engineBenchFlag(a: string, value: () => string, into: EngineBenc
     const r = Number(value());
     if (!(r >= 0.99 && r <= 1.01)) throw new Error('--sender-rate takes a rate 0.99-1.01 (1.0005: a sender 500 ppm fast)');
     into.senderRate = r;
+  } else if (a === '--control-priority') {
+    const k = Number(value());
+    if (!Number.isInteger(k) || k < 0 || k > 99) throw new Error('--control-priority takes 0-99 (the engine config key)');
+    into.controlPriority = k;
+  } else if (a === '--rounds') {
+    const k = Number(value());
+    if (!Number.isInteger(k) || k < 1 || k > 20) throw new Error('--rounds takes a whole number 1-20');
+    into.scaleRounds = k;
   } else if (a === '--packets-per-send') {
     const k = Number(value());
     if (!Number.isInteger(k) || k < 1 || k > 16) throw new Error('--packets-per-send takes a whole number 1-16');

@@ -1,9 +1,9 @@
 /**
  * `npm run bench`: the DSP benchmarks of our GStreamer elements and the engine benchmarks.
  *
- *   npm run bench -- [--runs N] [--only eq|loudnorm|resampler|engine|scale|drift|clockcpu|cost|lateness|failover|overview] [--quick]
+ *   npm run bench -- [--runs N] [--only eq|loudnorm|resampler|engine|scale|drift|clockcpu|cost|lateness|failover|overview|control] [--quick]
  *                    [--cache-dir DIR] [--plugin-path DIR] [--duration S] [--sender gst-shared|gst|ffmpeg] [--scale 1,8,16]
- *                    [--window S] [--packets-per-send K] [--admission] [--reference ffmpeg|floor|passthrough|no-bridge] [--drift-window S] [--rounds N] [--losses N]
+ *                    [--window S] [--packets-per-send K] [--admission] [--reference ffmpeg|floor|passthrough|no-bridge] [--drift-window S] [--rounds N] [--losses N] [--pipelines N]
  *
  * Runs bench/dsp-eq.ts (parametriceq vs equalizer-nbands), bench/dsp-loudnorm.ts (loudnorm vs
  * ffmpeg loudnorm, with the loudness each delivers), bench/dsp-resampler.ts (the clockbridge
@@ -22,7 +22,9 @@
  * `--window` s window (default 60; 20 with --quick). bench/failover.ts (failover): the CPU of a pipeline
  * with a backup input against the same without, side by side, `--rounds` rounds (default 4; 2 with --quick) of
  * `--window` s (default 20; 10 with --quick), then the switch to the backup over `--losses` kills of
- * the main sender (default 20; 5 with --quick).
+ * the main sender (default 20; 5 with --quick). bench/control-plane.ts (control): REST, gRPC and the
+ * page's answer times with `--pipelines` (default 48) pipelines admitted on the host, the engine at
+ * control_priority 15 and at 0 in turn, `--rounds` rounds (default 2; 1 with --quick).
  * `--quick`: 2 runs of 60 s programmes for the DSP benches, fewer repetitions and N = 1, 8 for
  * the engine (about 3 minutes in all).
  */
@@ -46,15 +48,16 @@ import { costTable, runCostBench, type CostResult } from './cost.js';
 import { latenessTable, runLatenessBench, type LatenessResult } from './lateness.js';
 import { failoverTable, runFailoverBench, type FailoverResult } from './failover.js';
 import { overviewTable, runOverviewBench, type OverviewBenchResult } from './dashboard-overview.js';
+import { controlPlaneTable, runControlPlaneBench, type ControlPlaneResult } from './control-plane.js';
 
-type BenchName = 'eq' | 'loudnorm' | 'resampler' | 'engine' | 'scale' | 'drift' | 'clockcpu' | 'cost' | 'lateness' | 'failover' | 'overview';
-const BENCH_NAMES: readonly BenchName[] = ['eq', 'loudnorm', 'resampler', 'engine', 'scale', 'drift', 'clockcpu', 'cost', 'lateness', 'failover', 'overview'];
+type BenchName = 'eq' | 'loudnorm' | 'resampler' | 'engine' | 'scale' | 'drift' | 'clockcpu' | 'cost' | 'lateness' | 'failover' | 'overview' | 'control';
+const BENCH_NAMES: readonly BenchName[] = ['eq', 'loudnorm', 'resampler', 'engine', 'scale', 'drift', 'clockcpu', 'cost', 'lateness', 'failover', 'overview', 'control'];
 
-type Options = BenchArgs & { only?: BenchName; engine: EngineBenchOptions; driftWindowS?: number; rounds?: number; losses?: number };
+type Options = BenchArgs & { only?: BenchName; engine: EngineBenchOptions; driftWindowS?: number; rounds?: number; losses?: number; pipelines?: number };
 
 const USAGE =
-  'usage: npm run bench -- [--runs N] [--only eq|loudnorm|resampler|engine|scale|drift|clockcpu|cost|lateness|failover|overview] [--cache-dir DIR] [--plugin-path DIR] [--duration S] ' +
-  ENGINE_USAGE.replace('[--only engine|scale] ', '') + ' [--drift-window S] [--rounds N] [--losses N]';
+  'usage: npm run bench -- [--runs N] [--only eq|loudnorm|resampler|engine|scale|drift|clockcpu|cost|lateness|failover|overview|control] [--cache-dir DIR] [--plugin-path DIR] [--duration S] ' +
+  ENGINE_USAGE.replace('[--only engine|scale] ', '') + ' [--drift-window S] [--losses N] [--pipelines N]';
 
 /** A whole number within [min, max] for `flag`, or an error naming the flag. */
 function wholeNumber(flag: string, v: string, min: number, max: number): number {
@@ -68,6 +71,7 @@ function parseArgs(argv: string[]): Options {
   let driftWindowS: number | undefined;
   let rounds: number | undefined;
   let losses: number | undefined;
+  let pipelines: number | undefined;
   const engine: EngineBenchOptions = {};
   const common = parseBenchArgs(argv, {
     valueHint: `\n${USAGE}`,
@@ -95,6 +99,10 @@ function parseArgs(argv: string[]): Options {
         rounds = wholeNumber('--rounds', value(), 1, 20);
         return true;
       }
+      if (a === '--pipelines') {
+        pipelines = wholeNumber('--pipelines', value(), 1, 256);
+        return true;
+      }
       if (a === '--losses') {
         losses = wholeNumber('--losses', value(), 1, 100);
         return true;
@@ -112,7 +120,7 @@ function parseArgs(argv: string[]): Options {
     common.durationS ??= 60;
   }
   if (engine.quick === true) driftWindowS ??= 60;
-  return { ...common, only, engine, driftWindowS, rounds, losses };
+  return { ...common, only, engine, driftWindowS, rounds, losses, pipelines };
 }
 
 const EQ_ORDER: readonly EqBenchCaseName[] = ['parametriceq', 'equalizer-nbands', 'floor'];
@@ -174,7 +182,7 @@ async function main(): Promise<void> {
     opts.only === undefined || opts.only === 'resampler' ? await runResamplerBench(opts) : undefined;
   const engineParts = { engine: opts.only === undefined || opts.only === 'engine', scale: opts.only === undefined || opts.only === 'scale' };
   const engine: EngineBenchResult | undefined =
-    engineParts.engine || engineParts.scale ? await runEngineBench({ ...opts.engine, parts: engineParts, cacheDir: opts.cacheDir }) : undefined;
+    engineParts.engine || engineParts.scale ? await runEngineBench({ ...opts.engine, scaleRounds: opts.engine.scaleRounds ?? opts.rounds, parts: engineParts, cacheDir: opts.cacheDir }) : undefined;
 
   const drift: ClockDriftResult | undefined =
     opts.only === undefined || opts.only === 'drift' ? await runClockDriftBench({ windowS: opts.driftWindowS, pluginPath: opts.pluginPath }) : undefined;
@@ -209,6 +217,11 @@ async function main(): Promise<void> {
       ? await runOverviewBench({ windowS: opts.engine.windowS ?? (opts.engine.quick === true ? 15 : 30), rounds: opts.rounds ?? (opts.engine.quick === true ? 1 : 2) })
       : undefined;
   if (overview !== undefined) process.stdout.write(`\n${overviewTable(overview)}\n`);
+  const control: ControlPlaneResult | undefined =
+    opts.only === undefined || opts.only === 'control'
+      ? await runControlPlaneBench({ pipelines: opts.pipelines, windowS: opts.engine.windowS, rounds: opts.rounds ?? (opts.engine.quick === true ? 1 : 2) })
+      : undefined;
+  if (control !== undefined) process.stdout.write(`\n${controlPlaneTable(control)}\n`);
 
   const here = path.dirname(fileURLToPath(import.meta.url));
   const dir = path.join(here, 'results');
@@ -240,10 +253,11 @@ async function main(): Promise<void> {
     lateness: late ?? null,
     failover: failover ?? null,
     overview: overview ?? null,
+    control: control ?? null,
     load: engine === undefined ? null : { before: engine.loadBefore, after: engine.loadAfter },
   };
   const kept: string[] = [];
-  for (const key of ['eq', 'loudnorm', 'resampler', 'engine', 'scale', 'drift', 'clockCpu', 'cost', 'lateness', 'failover', 'overview'] as const) {
+  for (const key of ['eq', 'loudnorm', 'resampler', 'engine', 'scale', 'drift', 'clockCpu', 'cost', 'lateness', 'failover', 'overview', 'control'] as const) {
     const earlier = previous[key];
     if (report[key] === null && earlier !== undefined && earlier !== null) {
       report[key] = earlier;

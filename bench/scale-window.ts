@@ -106,6 +106,8 @@ export function realTimeReasons(pipelines: readonly JudgedPipeline[], rig: Judge
 /** The figures of one N that both kinds report. */
 export interface ScaleStepFigures {
   n: number;
+  /** which round at this N (1-based; a sweep runs `rounds` of each N) */
+  round?: number;
   windowS: number;
   realTime: boolean;
   /** why not, when not */
@@ -159,38 +161,55 @@ export function unmeasuredFigures(n: number, loadBefore: string): ScaleStepFigur
 }
 
 /**
- * The sweep of one kind, or of two side by side: at each N of `ns` (ascending) `first`'s step,
- * then `second`'s (when given). Each kind stops at its own first N that is not real time; the
- * other goes on.
+ * The sweep of one kind, or of two side by side: at each N of `ns` (ascending) `rounds` rounds,
+ * each `first`'s step then `second`'s (when given), so both kinds meet the same host in turn.
+ * A kind is whole at N only when every one of its rounds there was real time; it stops after its
+ * first N that is not, the other goes on.
  */
 export async function sweepSideBySide<A extends { realTime: boolean }, B extends { realTime: boolean }>(
   ns: readonly number[],
-  first: (n: number) => Promise<A>,
-  second: ((n: number) => Promise<B>) | null,
+  first: (n: number, round: number) => Promise<A>,
+  second: ((n: number, round: number) => Promise<B>) | null,
+  rounds = 1,
 ): Promise<{ first: A[]; second: B[] }> {
   const out: { first: A[]; second: B[] } = { first: [], second: [] };
   let firstOn = true;
   let secondOn = second !== null;
   for (const n of ns) {
     if (!firstOn && !secondOn) break;
-    if (firstOn) {
-      const step = await first(n);
-      out.first.push(step);
-      firstOn = step.realTime;
+    let firstWhole: boolean = firstOn;
+    let secondWhole: boolean = secondOn;
+    for (let round = 1; round <= rounds; round++) {
+      if (firstOn) {
+        const step = await first(n, round);
+        out.first.push(step);
+        firstWhole &&= step.realTime;
+      }
+      if (secondOn && second !== null) {
+        const step = await second(n, round);
+        out.second.push(step);
+        secondWhole &&= step.realTime;
+      }
     }
-    if (secondOn && second !== null) {
-      const step = await second(n);
-      out.second.push(step);
-      secondOn = step.realTime;
-    }
+    firstOn = firstWhole;
+    secondOn = secondWhole;
   }
   return out;
 }
 
-/** Largest N of a sweep's steps that was real time (0 when none), and whether it stopped before the last N of `ns`. */
+/** The N of a sweep at which every round was real time, ascending. */
+export function wholeNs(steps: readonly { n: number; realTime: boolean }[]): number[] {
+  const ns = [...new Set(steps.map((x) => x.n))].sort((a, b) => a - b);
+  return ns.filter((n) => steps.filter((x) => x.n === n).every((x) => x.realTime));
+}
+
+/**
+ * Largest N of a sweep at which every round was real time (0 when none), and whether it stopped
+ * before the last N of `ns`.
+ */
 export function sweepEnd(steps: readonly { n: number; realTime: boolean }[], ns: readonly number[]): { largestRealTimeN: number; stoppedEarly: boolean } {
-  const ok = steps.filter((x) => x.realTime).map((x) => x.n);
-  return { largestRealTimeN: ok.length === 0 ? 0 : Math.max(...ok), stoppedEarly: (steps.at(-1)?.n ?? 0) !== ns.at(-1) };
+  const ok = wholeNs(steps);
+  return { largestRealTimeN: ok.at(-1) ?? 0, stoppedEarly: (steps.at(-1)?.n ?? 0) !== ns.at(-1) };
 }
 
 /** Median, max and sum of one figure over a step's pipelines. */
@@ -215,11 +234,14 @@ export function rtpTotals(pipelines: readonly RtpWindowSample[]): { totalGaps: n
  * moment it runs, so packets alone do not say the audio has come). Returns how many receivers
  * had none when the time ran out (0: the programme at all of them).
  */
-export async function waitForAudio(counters: RtpCounters, timeoutMs: number): Promise<number> {
+export async function waitForAudio(counters: RtpCounters, timeoutMs: number, firstAudio?: Map<number, number>): Promise<number> {
   const until = performance.now() + timeoutMs;
   for (;;) {
-    const waiting = (await counters.snapshot()).sockets.filter((c) => c.audio_frames === 0).length;
-    if (waiting === 0 || performance.now() > until) return waiting;
+    const sockets = (await counters.snapshot()).sockets;
+    const now = performance.now();
+    for (const c of sockets) if (c.audio_frames > 0 && firstAudio !== undefined && !firstAudio.has(c.port)) firstAudio.set(c.port, now);
+    const waiting = sockets.filter((c) => c.audio_frames === 0).length;
+    if (waiting === 0 || now > until) return waiting;
     await sleep(200);
   }
 }

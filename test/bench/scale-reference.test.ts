@@ -9,7 +9,7 @@ import t from 'tap';
 import { driftRange, ENGINE_USAGE, parseEngineBenchArgs, type EngineBenchOptions } from '../../bench/engine.js';
 import { costVariants, COST_COMPILE_OPTIONS } from '../../bench/cost.js';
 import { floorInputArgv, referenceScaleCommands, referenceSrtStats } from '../../bench/scale-reference.js';
-import { realTimeReasons, rtpWindowSample, sweepEnd, sweepSideBySide, type JudgedPipeline } from '../../bench/scale-window.js';
+import { realTimeReasons, rtpWindowSample, sweepEnd, sweepSideBySide, wholeNs, type JudgedPipeline } from '../../bench/scale-window.js';
 
 const parse = (...argv: string[]): EngineBenchOptions => parseEngineBenchArgs(argv);
 
@@ -111,4 +111,26 @@ void t.test('the drift readings: the range of those known, the unknown (NaN) cou
   t.equal(driftRange([-4.04, 7.5, 1]), '-4.0..7.5 ppm');
   t.equal(driftRange([3, Number.NaN, -2, Number.NaN]), '-2.0..3.0 ppm (2 of 4 readings not known yet)');
   t.equal(driftRange([Number.NaN]), 'none known (1 of 1 readings not known yet)');
+});
+
+void t.test('rounds: the kinds take turns at each N, and an N is whole only when every round was', async (t) => {
+  const ns = [8, 24, 32];
+  const calls: string[] = [];
+  // the engine breaks up in round 2 at 24 only; the reference holds everything
+  const engine = async (n: number, round: number) => {
+    calls.push(`engine ${n}/${round}`);
+    return { n, realTime: !(n === 24 && round === 2) };
+  };
+  const ffmpeg = async (n: number, round: number) => {
+    calls.push(`ffmpeg ${n}/${round}`);
+    return { n, realTime: true };
+  };
+  const r = await sweepSideBySide(ns, engine, ffmpeg, 3);
+  t.same(calls.slice(0, 6), ['engine 8/1', 'ffmpeg 8/1', 'engine 8/2', 'ffmpeg 8/2', 'engine 8/3', 'ffmpeg 8/3'], 'interleaved round by round');
+  t.ok(calls.includes('engine 24/3'), 'a broken round does not end the N: every round is run');
+  t.notOk(calls.some((c) => c.startsWith('engine 32')), 'the engine stops after the N it did not hold in every round');
+  t.equal(calls.filter((c) => c.startsWith('ffmpeg 32')).length, 3, 'the reference goes on');
+  t.same(wholeNs(r.first), [8]);
+  t.same(sweepEnd(r.first, ns), { largestRealTimeN: 8, stoppedEarly: true }, '2 of 3 rounds at 24 is not whole');
+  t.same(sweepEnd(r.second, ns), { largestRealTimeN: 32, stoppedEarly: false });
 });
