@@ -95,16 +95,24 @@ async function oneRun(root: string, round: number, priority: number, o: Required
       if (!ports.includes(p)) ports.push(p);
     }
     const t0 = performance.now();
-    const created = await Promise.all(Array.from({ length: o.pipelines }, async (_, i) => {
-      const res = await engine.request('POST', '/api/v1/pipelines', {
-        name: `control ${i}`,
-        input: { type: 'srt', port: ports[2 * i], latency: 200 },
-        processing: BENCH_PROCESSING,
-        output: { type: 'rtp', host: '127.0.0.1', port: ports[2 * i + 1] },
-      });
-      if (res.status !== 201) throw new Error(`create ${i}: ${res.status} ${res.text}`);
-      return (JSON.parse(res.text) as { id: string }).id;
-    }));
+    // a create that fails (the engine saturated past answering) is counted, not the end of the run
+    const createFailures: string[] = [];
+    const created = (await Promise.all(Array.from({ length: o.pipelines }, async (_, i) => {
+      try {
+        const res = await engine.request('POST', '/api/v1/pipelines', {
+          name: `control ${i}`,
+          input: { type: 'srt', port: ports[2 * i], latency: 200 },
+          processing: BENCH_PROCESSING,
+          output: { type: 'rtp', host: '127.0.0.1', port: ports[2 * i + 1] },
+        });
+        if (res.status === 201) return (JSON.parse(res.text) as { id: string }).id;
+        createFailures.push(`${res.status} ${res.text.slice(0, 200)}`);
+      } catch (e) {
+        createFailures.push((e as Error).message);
+      }
+      return undefined;
+    }))).filter((id): id is string => id !== undefined);
+    if (createFailures.length > 0) log(`control round ${round}, control_priority ${priority}: ${createFailures.length} create(s) failed: ${[...new Set(createFailures)].join('; ')}`);
     const running = new Set<string>();
     for (const l of engine.logs) if (l.event === 'state' && l.to === 'running' && typeof l.pipeline_id === 'string') running.add(l.pipeline_id);
     // every child running, or 90 s: past the host's capacity some never settle (a child not
