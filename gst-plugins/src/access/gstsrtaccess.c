@@ -343,53 +343,49 @@ address_text (GSocketAddress * address)
       g_socket_connectable_to_string (G_SOCKET_CONNECTABLE (address)) : NULL;
 }
 
-/* the calling thread (libsrt's receive thread) at SCHED_FIFO
- * RECEIVE_RT_PRIORITY, asked once per thread (see 3. above) */
+/* the calling thread at SCHED_FIFO `priority`, asked once per thread
+ * (`asked` is the caller's thread-local flag); `which` names it at INFO */
+static void
+thread_realtime (gboolean * asked, int priority, const gchar * which)
+{
+  struct sched_param param = {.sched_priority = priority };
+  int err;
+
+  if (*asked)
+    return;
+  *asked = TRUE;
+  err = pthread_setschedparam (pthread_self (), SCHED_FIFO, &param);
+  if (err == 0)
+    GST_INFO ("%s runs SCHED_FIFO %d", which, priority);
+  else
+    GST_INFO ("%s stays SCHED_OTHER: SCHED_FIFO %d refused (%s)", which,
+        priority, g_strerror (err));
+}
+
+/* libsrt's receive thread at SCHED_FIFO RECEIVE_RT_PRIORITY (see 3. above) */
 static void
 receive_thread_realtime (void)
 {
   static __thread gboolean asked;
-  struct sched_param param = {.sched_priority = RECEIVE_RT_PRIORITY };
-  int err;
 
-  if (asked)
-    return;
-  asked = TRUE;
-  err = pthread_setschedparam (pthread_self (), SCHED_FIFO, &param);
-  if (err == 0)
-    GST_INFO ("libsrt's receive thread runs SCHED_FIFO %d",
-        RECEIVE_RT_PRIORITY);
-  else
-    GST_INFO ("libsrt's receive thread stays SCHED_OTHER: SCHED_FIFO %d "
-        "refused (%s)", RECEIVE_RT_PRIORITY, g_strerror (err));
+  thread_realtime (&asked, RECEIVE_RT_PRIORITY, "libsrt's receive thread");
 }
 
 /* srtsrc's streaming thread at SCHED_FIFO SOURCE_RT_PRIORITY from its first
- * buffer, asked once per thread (see 3. above).  The clock bridge asks the
- * same when the first decoded audio reaches it; until then the thread does
- * a stream's start-up (typefind, the demuxer's tables, decodebin finding
- * and loading the decoder, then decoding what queued meanwhile) and, at
- * SCHED_OTHER, got only what the real-time threads left: with 24 pipelines
- * on 2 cores whose output threads already sent silence, the first audio
- * came 15-55 s after the callers connected, all of them at once, and the
- * backlog then decoded in a burst ran many bridges dry. */
+ * buffer (see 3. above).  The clock bridge asks the same when the first
+ * decoded audio reaches it; until then the thread does a stream's start-up
+ * (typefind, the demuxer's tables, decodebin finding and loading the
+ * decoder, then decoding what queued meanwhile) and, at SCHED_OTHER, got
+ * only what the real-time threads left: with 24 pipelines on 2 cores whose
+ * output threads already sent silence, the first audio came 15-55 s after
+ * the callers connected, all of them at once, and the backlog then decoded
+ * in a burst ran many bridges dry. */
 static void
 source_thread_realtime (void)
 {
   static __thread gboolean asked;
-  struct sched_param param = {.sched_priority = SOURCE_RT_PRIORITY };
-  int err;
 
-  if (asked)
-    return;
-  asked = TRUE;
-  err = pthread_setschedparam (pthread_self (), SCHED_FIFO, &param);
-  if (err == 0)
-    GST_INFO ("srtsrc's streaming thread runs SCHED_FIFO %d",
-        SOURCE_RT_PRIORITY);
-  else
-    GST_INFO ("srtsrc's streaming thread stays SCHED_OTHER: SCHED_FIFO %d "
-        "refused (%s)", SOURCE_RT_PRIORITY, g_strerror (err));
+  thread_realtime (&asked, SOURCE_RT_PRIORITY, "srtsrc's streaming thread");
 }
 
 /* ---- a caller that calls again (see 4. above) ------------------------ */
