@@ -3,7 +3,7 @@
  *
  *   npm run bench -- --only control [--pipelines 48] [--window S] [--rounds N]
  *
- * Per round and per setting of `engine.control_priority` (the default 15, then 0: the engine at
+ * Per round and per setting of `engine.control_priority` (15, then 0, the default: the engine at
  * SCHED_OTHER, the reference in the same run), a fresh engine (dist/audio-engine.mjs) that admits
  * everything (`cpu_cores = 1024`, as an operator's overridden `cpu_cores` does) gets `--pipelines`
  * pipelines created at once (loudness-normalize and a 3-band EQ, SRT listeners without callers:

@@ -68,9 +68,10 @@ export const EngineConfig = Type.Object(
     /**
      * SCHED_FIFO priority of the engine's own threads, above its children's (their highest is
      * 10), so that the API, the page and the metrics answer on a host whose pipelines ask for
-     * more CPU than it has; 0: the engine runs SCHED_OTHER (docs/operations.md).
+     * more CPU than it has; 0 (the default): the engine runs SCHED_OTHER. Off by default: at 15,
+     * 8 pipelines beside two busy loops lost audio in 2 of 3 runs (docs/operations.md).
      */
-    control_priority: Type.Integer({ minimum: 0, maximum: 99, default: 15 }),
+    control_priority: Type.Integer({ minimum: 0, maximum: 99, default: 0 }),
   },
   { ...strict, default: {} },
 );

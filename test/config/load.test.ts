@@ -68,7 +68,7 @@ void t.test('clock and jitter defaults; each clock source form is accepted', asy
   t.equal(defaults.clock.source, 'tai');
   t.equal(defaults.engine.jitter_ms, 50);
   t.equal(defaults.engine.jitter_max_ms, 300);
-  t.equal(defaults.engine.control_priority, 15);
+  t.equal(defaults.engine.control_priority, 0, 'off unless asked for');
   t.equal(checkConfig({ engine: { control_priority: 0 } }, 'c.toml').engine.control_priority, 0, '0: off');
   t.equal(checkConfig({ engine: { control_priority: 11 } }, 'c.toml').engine.control_priority, 11, 'just above the children');
   for (const source of ['tai', 'realtime', '/dev/ptp0', '/dev/ptp12']) t.equal(checkConfig({ clock: { source } }, 'c.toml').clock.source, source);
