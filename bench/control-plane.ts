@@ -90,10 +90,7 @@ async function oneRun(root: string, round: number, priority: number, o: Required
     const said = engine.logs.find((l) => l.event === 'control-priority');
     const engineSaid = said === undefined ? 'nothing (SCHED_OTHER)' : String(said.msg);
     const ports: number[] = [];
-    while (ports.length < 2 * o.pipelines) {
-      const p = await freeUdpPort();
-      if (!ports.includes(p)) ports.push(p);
-    }
+    while (ports.length < 2 * o.pipelines) ports.push(await freeUdpPort()); // each handed out once
     const t0 = performance.now();
     // a create that fails (the engine saturated past answering) is counted, not the end of the run
     const createFailures: string[] = [];

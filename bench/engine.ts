@@ -584,10 +584,7 @@ async function scaleStep(s: Settings, root: string, n: number, round: number, ri
     rig.nice = counters.nice;
     // every pipeline created at once, as a restored host or a playout system's set-up does
     const srtPorts: number[] = [];
-    while (srtPorts.length < counters.ports.length) {
-      const port = await freeUdpPort();
-      if (!srtPorts.includes(port) && !counters.ports.includes(port)) srtPorts.push(port);
-    }
+    while (srtPorts.length < counters.ports.length) srtPorts.push(await freeUdpPort()); // each handed out once
     const t0 = performance.now();
     const ids = await Promise.all(counters.ports.map((rtpPort, i) => createPipeline(engine, `bench scale ${i}`, srtPorts[i] ?? 0, rtpPort)));
     counters.ports.forEach((rtpPort, i) => pipelines.push({ id: ids[i] ?? '', srtPort: srtPorts[i] ?? 0, rtpPort }));

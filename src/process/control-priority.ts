@@ -22,12 +22,12 @@ import { execa } from 'execa';
 export type ControlPriorityResult = { ok: true; priority: number } | { ok: false; reason: string };
 
 /** `chrt` arguments that give every thread of `pid` SCHED_FIFO `priority`, reset on fork. */
-export function raiseArgs(pid: number, priority: number): string[] {
+function raiseArgs(pid: number, priority: number): string[] {
   return ['--all-tasks', '--reset-on-fork', '--fifo', '--pid', String(priority), String(pid)];
 }
 
 /** `chrt` arguments that put every thread of `pid` back to SCHED_OTHER. */
-export function lowerArgs(pid: number): string[] {
+function lowerArgs(pid: number): string[] {
   return ['--all-tasks', '--other', '--pid', '0', String(pid)];
 }
 
